@@ -1,0 +1,20 @@
+# taskfsm developer commands; `make help` lists them.
+.DEFAULT_GOAL := help
+PY := .venv/bin/python
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+setup: ## install the pinned Python env, graphviz and build the control plane (idempotent)
+	@scripts/setup.sh
+
+demo: setup ## run the controller on an embedded local control plane with sample Tasks
+	$(PY) -m taskfsm demo
+
+test: setup ## run the whole test suite (unit tests and tests against the real control plane)
+	$(PY) -m pytest
+
+test-fast: ## run only the tests that need no control plane
+	$(PY) -m pytest -m "not integration"
+
+.PHONY: help setup demo test test-fast

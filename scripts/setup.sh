@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install what taskfsm's tests, benchmarks and demo need, from the project's own pinned files:
+# uv (from PyPI), the locked Python environment (.venv from uv.lock), graphviz (Debian), and the
+# control-plane binaries (tools/controlplane/build.sh, cached outside the repository).
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+UV_VERSION=0.13.9
+
+if ! command -v uv >/dev/null 2>&1; then
+  echo "setup: installing uv $UV_VERSION from PyPI" >&2
+  python3 -m pip install --quiet "uv==$UV_VERSION"
+fi
+if ! command -v dot >/dev/null 2>&1; then
+  echo "setup: installing graphviz (Debian package)" >&2
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+  fi
+fi
+uv sync --frozen --quiet
+bins=$(tools/controlplane/build.sh)
+echo "setup: control-plane binaries in $bins" >&2
