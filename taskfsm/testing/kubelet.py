@@ -1,0 +1,255 @@
+"""A simulated kubelet: moves Job pods through Running to Succeeded or Failed.
+
+The local control plane has no nodes, scheduler or kubelet, so Job pods would stay Pending for
+ever. This component watches pods that belong to Jobs and, by a policy the test (or the demo)
+chooses, writes their status through the ``pods/status`` subresource exactly as a kubelet would:
+first ``Running`` with a running container state, then ``Succeeded`` (exit code 0) or ``Failed``
+(non-zero exit code). The real Job controller in kube-controller-manager then counts the pods and
+sets the Job's ``Complete``/``Failed`` conditions. Kubernetes' own Job integration tests do the same.
+
+Policies:
+
+* :func:`annotation_policy` (the default) reads pod annotations, so a Function's pod template can
+  say how its pods behave: ``kubelet.taskfsm.dev/run-seconds`` (float, default 0),
+  ``kubelet.taskfsm.dev/exit-code`` (int, default 0), ``kubelet.taskfsm.dev/never-start: "true"``.
+* any callable ``pod dict -> PodOutcome``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger(__name__)
+
+ANNOTATION_RUN_SECONDS = "kubelet.taskfsm.dev/run-seconds"
+ANNOTATION_EXIT_CODE = "kubelet.taskfsm.dev/exit-code"
+ANNOTATION_NEVER_START = "kubelet.taskfsm.dev/never-start"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    """What the simulated kubelet does with one pod.
+
+    Attributes:
+        run_seconds: seconds between ``Running`` and the terminal phase.
+        exit_code: the main containers' exit code; 0 → ``Succeeded``, else ``Failed``.
+        start: False keeps the pod ``Pending`` for ever (an image that never pulls).
+    """
+
+    run_seconds: float = 0.0
+    exit_code: int = 0
+    start: bool = True
+
+
+Policy = Callable[[dict[str, Any]], PodOutcome]
+
+
+def annotation_policy(default: PodOutcome = PodOutcome()) -> Policy:  # noqa: B008 - frozen value
+    """A policy reading the ``kubelet.taskfsm.dev/*`` pod annotations, falling back to ``default``."""
+
+    def policy(pod: dict[str, Any]) -> PodOutcome:
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(ANNOTATION_NEVER_START) == "true":
+            return PodOutcome(start=False)
+        return PodOutcome(
+            run_seconds=float(annotations.get(ANNOTATION_RUN_SECONDS, default.run_seconds)),
+            exit_code=int(annotations.get(ANNOTATION_EXIT_CODE, default.exit_code)),
+        )
+
+    return policy
+
+
+class SimulatedKubelet:
+    """Watches Job pods in one namespace (or all) and plays them out by ``policy``.
+
+    Use as a context manager or call :meth:`start`/:meth:`stop`. ``handled`` counts the pods that
+    reached a terminal phase through this kubelet.
+    """
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self._core = client.CoreV1Api(api_client)
+        self._to_dict = api_client.sanitize_for_serialization
+        self._namespace = namespace
+        self._policy = policy or annotation_policy()
+        self._stop = threading.Event()
+        self._seen: set[str] = set()
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._timers_cv = threading.Condition()
+        self._seq = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self.handled = 0
+
+    def __enter__(self) -> SimulatedKubelet:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> SimulatedKubelet:
+        for target, name in ((self._watch_loop, "watch"), (self._timer_loop, "timers")):
+            thread = threading.Thread(target=target, name=f"sim-kubelet-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._timers_cv:
+            self._timers_cv.notify_all()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    # -- watching --------------------------------------------------------------------------------
+
+    def _list(self, **kwargs: Any) -> Any:
+        if self._namespace:
+            return self._core.list_namespaced_pod(self._namespace, **kwargs)
+        return self._core.list_pod_for_all_namespaces(**kwargs)
+
+    def _watch_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                pods = self._list(label_selector=JOB_NAME_LABEL)
+                for pod in pods.items:
+                    self._observe(pod)
+                resource_version = pods.metadata.resource_version
+                stream = watch.Watch()
+                for event in stream.stream(
+                    self._list,
+                    label_selector=JOB_NAME_LABEL,
+                    resource_version=resource_version,
+                    timeout_seconds=5,  # short, so stop() is honoured promptly
+                    _request_timeout=30,
+                ):
+                    if self._stop.is_set():
+                        stream.stop()
+                        break
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._observe(event["object"])
+            except ApiException as exc:
+                if exc.status != 410:
+                    log.warning("simulated kubelet: watch failed: %s", exc.reason)
+                    self._stop.wait(1)
+            except Exception as exc:  # connection loss: relist after a pause
+                if not self._stop.is_set():
+                    log.warning("simulated kubelet: watch error: %s", exc)
+                    self._stop.wait(1)
+
+    def _observe(self, pod: client.V1Pod) -> None:
+        uid = pod.metadata.uid
+        if uid in self._seen or pod.metadata.deletion_timestamp is not None:
+            return
+        if (pod.status.phase or "Pending") != "Pending":
+            return
+        self._seen.add(uid)
+        outcome = self._policy(self._to_dict(pod))
+        if not outcome.start:
+            return
+        self._schedule(0.0, lambda: self._set_running(pod))
+        self._schedule(outcome.run_seconds, lambda: self._set_terminated(pod, outcome.exit_code))
+
+    # -- timers ----------------------------------------------------------------------------------
+
+    def _schedule(self, delay: float, action: Callable[[], None]) -> None:
+        with self._timers_cv:
+            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._seq), action))
+            self._timers_cv.notify()
+
+    def _timer_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._timers_cv:
+                while not self._timers and not self._stop.is_set():
+                    self._timers_cv.wait()
+                if self._stop.is_set():
+                    return
+                due, _, action = self._timers[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._timers_cv.wait(wait)
+                    continue
+                heapq.heappop(self._timers)
+            try:
+                action()
+            except ApiException as exc:
+                if exc.status != 404:  # the pod went away: nothing to play out
+                    log.warning("simulated kubelet: status write failed: %s", exc.reason)
+
+    # -- status writes ---------------------------------------------------------------------------
+
+    def _patch_status(self, pod: client.V1Pod, status: dict[str, Any]) -> None:
+        self._core.patch_namespaced_pod_status(
+            pod.metadata.name,
+            pod.metadata.namespace,
+            {"status": status},
+            _content_type="application/merge-patch+json",
+        )
+
+    def _set_running(self, pod: client.V1Pod) -> None:
+        now = _now()
+        self._patch_status(
+            pod,
+            {
+                "phase": "Running",
+                "startTime": now,
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+                "containerStatuses": [
+                    _container_status(c, {"running": {"startedAt": now}}, ready=True)
+                    for c in pod.spec.containers
+                ],
+            },
+        )
+
+    def _set_terminated(self, pod: client.V1Pod, exit_code: int) -> None:
+        now = _now()
+        terminated = {
+            "exitCode": exit_code,
+            "reason": "Completed" if exit_code == 0 else "Error",
+            "startedAt": now,
+            "finishedAt": now,
+        }
+        self._patch_status(
+            pod,
+            {
+                "phase": "Succeeded" if exit_code == 0 else "Failed",
+                "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
+                "containerStatuses": [
+                    _container_status(c, {"terminated": terminated}, ready=False)
+                    for c in pod.spec.containers
+                ],
+            },
+        )
+        self.handled += 1
+
+
+def _container_status(container: client.V1Container, state: dict[str, Any], *, ready: bool) -> dict[str, Any]:
+    return {
+        "name": container.name,
+        "image": container.image or "unknown",
+        "imageID": "",
+        "ready": ready,
+        "restartCount": 0,
+        "started": ready,
+        "state": state,
+    }
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

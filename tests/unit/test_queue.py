@@ -1,0 +1,130 @@
+"""WorkQueue: de-duplication, one worker per key, backoff, delays (fake clock, no sleeps)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from taskfsm.queue import ShutDown, WorkQueue
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def queue(clock: FakeClock) -> WorkQueue:
+    return WorkQueue(clock=clock, jitter=0.0)
+
+
+def test_duplicate_adds_are_queued_once(queue):
+    """Three adds of one key before a worker takes it yield one item."""
+    for _ in range(3):
+        queue.add("ns/a")
+    queue.add("ns/b")
+    assert [queue.get(timeout=0), queue.get(timeout=0), queue.get(timeout=0)] == ["ns/a", "ns/b", None]
+
+
+def test_key_added_while_processing_is_requeued_after_done(queue):
+    """A key is never handed out twice at once; an add during processing runs again after done."""
+    queue.add("ns/a")
+    assert queue.get(timeout=0) == "ns/a"
+    queue.add("ns/a")
+    assert queue.get(timeout=0) is None  # still processing: not handed to a second worker
+    queue.done("ns/a")
+    assert queue.get(timeout=0) == "ns/a"
+    queue.done("ns/a")
+    assert queue.get(timeout=0) is None
+
+
+def test_rate_limited_delay_doubles_and_forget_resets(queue, clock):
+    """Backoff is 5 ms, 10 ms, 20 ms...; forget starts over."""
+    delays = [queue.add_rate_limited("ns/a") for _ in range(4)]
+    assert delays == pytest.approx([0.005, 0.010, 0.020, 0.040])
+    queue.forget("ns/a")
+    assert queue.add_rate_limited("ns/a") == pytest.approx(0.005)
+
+
+def test_backoff_is_capped(clock):
+    """The delay never exceeds max_delay (about 16 minutes by default)."""
+    queue = WorkQueue(clock=clock, jitter=0.0)
+    for _ in range(40):
+        delay = queue.add_rate_limited("ns/a")
+    assert delay == pytest.approx(1000.0)
+
+
+def test_jitter_stays_within_bounds(clock):
+    """Jittered delays lie in [d, d * (1 + jitter))."""
+    queue = WorkQueue(clock=clock, jitter=0.5)
+    delay = queue.add_rate_limited("ns/a")
+    assert 0.005 <= delay < 0.0075
+
+
+def test_add_after_waits_for_the_clock(queue, clock):
+    """A delayed key is not handed out before its time, and is after."""
+    queue.add_after("ns/a", 30)
+    assert queue.get(timeout=0) is None
+    clock.now += 29.9
+    assert queue.get(timeout=0) is None
+    clock.now += 0.2
+    assert queue.get(timeout=0) == "ns/a"
+
+
+def test_delayed_key_merges_with_queued_key(queue, clock):
+    """A key both queued and delayed is handed out once when the delay ends before it is taken."""
+    queue.add("ns/a")
+    queue.add_after("ns/a", 1)
+    clock.now += 2
+    assert queue.get(timeout=0) == "ns/a"
+    assert queue.get(timeout=0) is None
+
+
+def test_shutdown_drains_then_raises(queue):
+    """After shutdown, queued keys are still handed out, then get raises ShutDown."""
+    queue.add("ns/a")
+    queue.add_after("ns/b", 10)
+    queue.shutdown()
+    queue.add("ns/c")  # ignored after shutdown
+    assert queue.get() == "ns/a"
+    with pytest.raises(ShutDown):
+        queue.get()
+
+
+def test_blocking_get_wakes_on_add():
+    """A worker blocked in get() is woken by an add from another thread."""
+    queue = WorkQueue()
+    got: list[str | None] = []
+    worker = threading.Thread(target=lambda: got.append(queue.get(timeout=10)))
+    worker.start()
+    queue.add("ns/a")
+    worker.join(timeout=10)
+    assert got == ["ns/a"]
+
+
+def test_metrics_hooks_count_adds_and_retries(clock):
+    """Adds, retries and depth are reported through the metrics hooks."""
+    from taskfsm.queue import QueueMetrics
+
+    counts = {"add": 0, "retry": 0, "depth": []}
+    metrics = QueueMetrics(
+        on_add=lambda: counts.__setitem__("add", counts["add"] + 1),
+        on_retry=lambda: counts.__setitem__("retry", counts["retry"] + 1),
+        on_depth=lambda d: counts["depth"].append(d),
+    )
+    queue = WorkQueue(clock=clock, metrics=metrics)
+    queue.add("ns/a")
+    queue.add("ns/a")
+    queue.add_rate_limited("ns/b")
+    assert counts["add"] == 1
+    assert counts["retry"] == 1
+    assert counts["depth"][-1] == 1
