@@ -57,7 +57,7 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be built or started; the message carries the log tails."""
 
 
-def binaries_dir(*, build: bool = True) -> Path:
+def binaries_dir() -> Path:
     """Return the directory holding ``etcd``, ``kube-apiserver`` and ``kube-controller-manager``.
 
     Honours ``KUBEBUILDER_ASSETS`` (the envtest convention); otherwise runs
@@ -67,10 +67,6 @@ def binaries_dir(*, build: bool = True) -> Path:
     Raises:
         ControlPlaneError: the build failed or the binaries are missing (with the build's output).
     """
-    if not build:
-        assets = os.environ.get("KUBEBUILDER_ASSETS")
-        if assets:
-            return Path(assets)
     proc = subprocess.run(
         ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
     )

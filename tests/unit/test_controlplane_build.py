@@ -1,0 +1,52 @@
+"""tools/controlplane/build.sh: the envtest convention (KUBEBUILDER_ASSETS) and the cache key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from taskfsm.testing.controlplane import BUILD_SCRIPT
+
+
+def run_build(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **env_extra}
+    return subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
+
+
+def make_binaries(directory: Path, names: tuple[str, ...]) -> None:
+    for name in names:
+        path = directory / name
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+
+
+def test_kubebuilder_assets_with_binaries_is_used_without_building(tmp_path):
+    """A KUBEBUILDER_ASSETS directory holding etcd and kube-apiserver is printed as is."""
+    make_binaries(tmp_path, ("etcd", "kube-apiserver"))
+    proc = run_build({"KUBEBUILDER_ASSETS": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(tmp_path)
+
+
+def test_kubebuilder_assets_without_binaries_fails_loudly(tmp_path):
+    """A KUBEBUILDER_ASSETS directory lacking kube-apiserver is an error, not a silent build."""
+    make_binaries(tmp_path, ("etcd",))
+    proc = run_build({"KUBEBUILDER_ASSETS": str(tmp_path)})
+    assert proc.returncode == 1
+    assert "lacks etcd or kube-apiserver" in proc.stderr
+
+
+def test_cached_binaries_are_reused(tmp_path):
+    """With all three binaries in the cache directory for this go.sum, nothing is built."""
+    import hashlib
+
+    go_sum = BUILD_SCRIPT.parent / "go.sum"
+    key = "v1.35.4-" + hashlib.sha256(go_sum.read_bytes()).hexdigest()[:12]
+    cached = tmp_path / key
+    cached.mkdir()
+    make_binaries(cached, ("etcd", "kube-apiserver", "kube-controller-manager"))
+    proc = run_build({"TASKFSM_CONTROLPLANE_CACHE": str(tmp_path), "KUBEBUILDER_ASSETS": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(cached)
+    assert "building" not in proc.stderr
