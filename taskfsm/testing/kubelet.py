@@ -3,7 +3,8 @@
 The local control plane has no nodes, scheduler or kubelet, so Job pods would stay Pending for
 ever. This component watches pods that belong to Jobs and, by a policy the test (or the demo)
 chooses, writes their status through the ``pods/status`` subresource exactly as a kubelet would:
-first ``Running`` with a running container state, then ``Succeeded`` (exit code 0) or ``Failed``
+once every Secret the pod mounts exists (a kubelet cannot mount a missing Secret), first
+``Running`` with a running container state, then ``Succeeded`` (exit code 0) or ``Failed``
 (non-zero exit code). The real Job controller in kube-controller-manager then counts the pods and
 sets the Job's ``Complete``/``Failed`` conditions. Kubernetes' own Job integration tests do the same.
 
@@ -96,6 +97,8 @@ class SimulatedKubelet:
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []
         self.handled = 0
+        #: pod name → Secrets it waits for (a pod never starts before its Secrets exist)
+        self.waiting_for_secrets: dict[str, list[str]] = {}
 
     def __enter__(self) -> SimulatedKubelet:
         return self.start()
@@ -163,8 +166,27 @@ class SimulatedKubelet:
         outcome = self._policy(self._to_dict(pod))
         if not outcome.start:
             return
-        self._schedule(0.0, lambda: self._set_running(pod))
+        self._schedule(0.0, lambda: self._try_start(pod, outcome))
+
+    def _try_start(self, pod: client.V1Pod, outcome: PodOutcome) -> None:
+        """Start the pod once every Secret it mounts exists, as a kubelet does (F9b)."""
+        missing = [name for name in _secret_volumes(pod) if not self._secret_exists(pod.metadata.namespace, name)]
+        if missing:
+            self.waiting_for_secrets[pod.metadata.name] = missing
+            self._schedule(0.5, lambda: self._try_start(pod, outcome))
+            return
+        self.waiting_for_secrets.pop(pod.metadata.name, None)
+        self._set_running(pod)
         self._schedule(outcome.run_seconds, lambda: self._set_terminated(pod, outcome.exit_code))
+
+    def _secret_exists(self, namespace: str, name: str) -> bool:
+        try:
+            self._core.read_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
 
     # -- timers ----------------------------------------------------------------------------------
 
@@ -237,6 +259,14 @@ class SimulatedKubelet:
             },
         )
         self.handled += 1
+
+
+def _secret_volumes(pod: client.V1Pod) -> list[str]:
+    return [
+        v.secret.secret_name
+        for v in pod.spec.volumes or []
+        if v.secret is not None and v.secret.secret_name and not v.secret.optional
+    ]
 
 
 def _container_status(container: client.V1Container, state: dict[str, Any], *, ready: bool) -> dict[str, Any]:

@@ -195,3 +195,18 @@ def test_stop_ends_only_its_own_processes(control_plane: ControlPlane):
             os.kill(pid, 0)
     with control_plane.api_client() as api:
         assert client.VersionApi(api).get_code().git_version.startswith("v1.35")
+
+
+def test_pod_waits_for_the_secret_it_mounts(api_client, namespace, kubelet):
+    """Like a kubelet, the simulated one starts a pod only once its Secret volume exists."""
+    batch = client.BatchV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    body = job_body("needs-secret")
+    pod_spec = body["spec"]["template"]["spec"]
+    pod_spec["volumes"] = [{"name": "data", "secret": {"secretName": "late"}}]
+    pod_spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    batch.create_namespaced_job(namespace, body)
+    wait_for(lambda: kubelet.waiting_for_secrets, what="the kubelet to wait for the Secret")
+    assert not job_condition(batch, namespace, "needs-secret", "Complete")
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "late"}, "stringData": {"k": "v"}})
+    wait_for(lambda: job_condition(batch, namespace, "needs-secret", "Complete"), what="Job Complete")
