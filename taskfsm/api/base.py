@@ -1,0 +1,99 @@
+"""The base of every API model: how taskfsm reads and writes Kubernetes JSON.
+
+All models in ``taskfsm.api`` derive from ``K8sModel``, which fixes four rules once:
+
+* **JSON names.** Fields are snake_case in Python and carry their exact JSON name as alias
+  (``media_processing_entity_ref`` <-> ``mediaProcessingEntityRef``); input is accepted under
+  either name, output always uses the JSON name.
+* **Unknown fields survive.** Members this version of taskfsm does not know (written by a newer
+  nagare, another controller or a user) are kept and written back unchanged, so a status patch
+  built from a parsed object never drops someone else's data.
+* **Absent means absent.** ``None`` is written as a missing member, never as ``null`` (Go's
+  ``omitempty``; for the API server a ``null`` in a merge patch would delete). Models that must
+  write ``null`` (the helper payload, task-controller.md §1.11) say so themselves.
+* **Assignments are validated**, so ``task.status.phase = "Running"`` stores ``TaskPhase.RUNNING``
+  and a typo fails at once.
+
+``to_dict()`` and ``to_json()`` give the Kubernetes JSON; ``model_validate(dict)`` parses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+
+def drop_nulls(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without its ``None``-valued members (one level; nested models do their own)."""
+    return {key: value for key, value in data.items() if value is not None}
+
+
+class K8sModel(BaseModel):
+    """Base of all wire models: JSON aliases, unknown fields kept, ``None`` omitted on output."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        validate_assignment=True,
+        use_attribute_docstrings=True,
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return drop_nulls(handler(self))
+
+    def to_dict(self) -> dict[str, Any]:
+        """This object as Kubernetes JSON (a dict of JSON-compatible values, JSON member names)."""
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """This object as compact Kubernetes JSON text."""
+        return self.model_dump_json()
+
+
+def _inline_union_schema(schema: dict[str, Any], cls: type[InlineUnion]) -> None:
+    schema["minProperties"] = 1
+    if cls.AT_MOST_ONE:
+        schema["maxProperties"] = 1
+
+
+class InlineUnion(K8sModel):
+    """A Kubernetes inline union: every declared field is a member; exactly one must be set.
+
+    Used for MediaProcessingEntity and MediaLocation specs and their ``auth`` objects. The CRD
+    schema carries ``minProperties: 1`` and ``maxProperties: 1``; a subclass with ``AT_MOST_ONE =
+    False`` allows several members (at least one). Parsing raises a ``ValueError`` naming the
+    members, e.g. ``exactly one of local, remote must be set (got local, remote)``.
+    """
+
+    AT_MOST_ONE: ClassVar[bool] = True
+
+    model_config = ConfigDict(json_schema_extra=_inline_union_schema)
+
+    @model_validator(mode="after")
+    def _check_members(self) -> Self:
+        names = {name: info.alias or name for name, info in type(self).model_fields.items()}
+        present = [alias for name, alias in names.items() if getattr(self, name) is not None]
+        if (len(present) == 1) if self.AT_MOST_ONE else present:
+            return self
+        wanted = "exactly one" if self.AT_MOST_ONE else "at least one"
+        raise ValueError(
+            f"{wanted} of {', '.join(names.values())} must be set (got {', '.join(present) or 'none'})"
+        )
+
+    def member(self) -> tuple[str, Any]:
+        """The first set member as ``(json name, value)``."""
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value is not None:
+                return info.alias or name, value
+        raise LookupError("no member set")  # unreachable for a validated object

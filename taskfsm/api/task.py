@@ -1,0 +1,132 @@
+"""Task: one media-processing step of a Workflow, run as a Job (task-controller.md §1.3).
+
+The Task is what taskfsm reconciles. Users (or the NBMP gateway) write ``spec``; only the Task
+controller writes ``status``. Parse one with ``Task.from_dict(body)``; write status back with
+``task.status.to_dict()`` (unknown status members written by others are kept).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from taskfsm.api.base import K8sModel
+from taskfsm.api.media import Media
+from taskfsm.api.meta import (
+    Condition,
+    ExactObjectReference,
+    HumanReadableDescription,
+    LocalObjectReference,
+    ObjectReference,
+    find_condition,
+)
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import ConditionType, JobTemplateSpec, LabelSelector, StringMap, Time
+from taskfsm.constants import (
+    CATEGORIES_TASK_AND_WORKFLOW,
+    KIND_TASK,
+    PLURAL_TASKS,
+    TASK_TERMINAL_PHASES,
+    TaskPhase,
+)
+
+
+class JobFailureAction(StrEnum):
+    """What the Workflow controller does when a Task's Job fails."""
+
+    FAIL_WORKFLOW = "FailWorkflow"
+    IGNORE = "Ignore"
+
+
+class JobFailurePolicy(K8sModel):
+    """How a failed Job affects the Workflow; read only by the Workflow controller (§1.3)."""
+
+    default_action: JobFailureAction = Field(
+        default=JobFailureAction.FAIL_WORKFLOW, alias="defaultAction"
+    )
+    """``FailWorkflow`` (default) or ``Ignore``."""
+
+
+class TaskSpec(K8sModel):
+    """What the Task should run (§1.3). Only ``workflowRef`` is required."""
+
+    task_template_ref: LocalObjectReference | None = Field(default=None, alias="taskTemplateRef")
+    """A TaskTemplate or ClusterTaskTemplate providing defaults for this Task."""
+    human_readable: HumanReadableDescription | None = Field(default=None, alias="humanReadable")
+    """Names for people; copied into the helper payload."""
+    media_processing_entity_ref: LocalObjectReference | None = Field(
+        default=None, alias="mediaProcessingEntityRef"
+    )
+    """The MediaProcessingEntity or ClusterMediaProcessingEntity to run on."""
+    media_processing_entity_selector: LabelSelector | None = Field(
+        default=None, alias="mediaProcessingEntitySelector"
+    )
+    """Label selector choosing the (Cluster)MediaProcessingEntity when no ref is given."""
+    workflow_ref: LocalObjectReference = Field(alias="workflowRef")
+    """The Workflow (same namespace) this Task belongs to; only ``name`` is used."""
+    function_ref: LocalObjectReference | None = Field(default=None, alias="functionRef")
+    """The Function or ClusterFunction to run."""
+    function_selector: LabelSelector | None = Field(default=None, alias="functionSelector")
+    """Label selector choosing the (Cluster)Function when no ref is given."""
+    template_patches: JobTemplateSpec | None = Field(default=None, alias="templatePatches")
+    """batch/v1 JobTemplateSpec strategic-merge-patched over the Function's template."""
+    job_failure_policy: JobFailurePolicy | None = Field(default=None, alias="jobFailurePolicy")
+    """How a failed Job affects the Workflow."""
+    inputs: list[Media] | None = None
+    """Media read by the Task; copied into the helper payload."""
+    outputs: list[Media] | None = None
+    """Media written by the Task; copied into the helper payload."""
+    config: StringMap | None = None
+    """Function configuration; overrides TaskTemplate ``config`` and Function ``defaultConfig``."""
+
+
+class TaskStatus(K8sModel):
+    """What the Task controller observed (§1.3); written only by the Task controller."""
+
+    phase: TaskPhase | None = None
+    """``Initializing``, ``JobPending``, ``Running``, ``Succeeded`` or ``Failed``."""
+    conditions: list[Condition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    """Conditions of types Initialized, Ready, Complete and Failed."""
+    message: str | None = None
+    """The last reconcile error, if any."""
+    queued_time: Time | None = Field(default=None, alias="queuedTime")
+    """When the controller first saw the Task."""
+    start_time: Time | None = Field(default=None, alias="startTime")
+    """When the Job started."""
+    end_time: Time | None = Field(default=None, alias="endTime")
+    """When the Task reached Succeeded or Failed."""
+    media_processing_entity_ref: ObjectReference | None = Field(
+        default=None, alias="mediaProcessingEntityRef"
+    )
+    """The MediaProcessingEntity or ClusterMediaProcessingEntity chosen."""
+    function_ref: ObjectReference | None = Field(default=None, alias="functionRef")
+    """The Function or ClusterFunction chosen."""
+    job_ref: ExactObjectReference | None = Field(default=None, alias="jobRef")
+    """The Job created in the MediaProcessingEntity's cluster."""
+
+    def condition(self, condition_type: ConditionType | str) -> Condition | None:
+        """The condition of ``condition_type``, or ``None``."""
+        return find_condition(self.conditions, condition_type)
+
+
+class Task(ApiObject):
+    """``engine.nagare.media/v1alpha1`` Task (namespaced, status subresource)."""
+
+    KIND: ClassVar[str] = KIND_TASK
+    PLURAL: ClassVar[str] = PLURAL_TASKS
+    CATEGORIES: ClassVar[tuple[str, ...]] = CATEGORIES_TASK_AND_WORKFLOW
+
+    kind: Literal["Task"] = "Task"
+    spec: TaskSpec
+    """Desired state."""
+    status: TaskStatus = Field(default_factory=TaskStatus)
+    """Observed state."""
+
+    @property
+    def is_active(self) -> bool:
+        """True unless the phase is Succeeded or Failed (an absent phase is active, §2)."""
+        return self.status.phase not in TASK_TERMINAL_PHASES

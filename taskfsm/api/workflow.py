@@ -1,0 +1,102 @@
+"""Workflow: the group of Tasks that belong together (task-controller.md §1.4).
+
+The Task controller only reads Workflows: their name, UID, deletion, ``status.phase`` (a Task of a
+terminated Workflow fails), and ``spec.humanReadable``/``config``/``mediaLocations`` for the
+helper payload (§1.11). The Workflow controller, which writes the status, is a later statechart.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from taskfsm.api.base import K8sModel
+from taskfsm.api.media import Media
+from taskfsm.api.meta import Condition, HumanReadableDescription, LocalObjectReference
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import Int32, StringMap, Time
+from taskfsm.constants import (
+    CATEGORIES_TASK_AND_WORKFLOW,
+    KIND_WORKFLOW,
+    PLURAL_WORKFLOWS,
+    WORKFLOW_TERMINAL_PHASES,
+    WorkflowPhase,
+)
+
+
+class NamedMediaLocationReference(K8sModel):
+    """An entry of ``spec.mediaLocations``: the name Functions use, and the location it means."""
+
+    name: str = Field(pattern="[a-zA-Z0-9-]+")
+    """The name under which the location appears in the helper payload's ``mediaLocations``."""
+    ref: LocalObjectReference
+    """A MediaLocation (Workflow's namespace) or ClusterMediaLocation."""
+
+
+class WorkflowSpec(K8sModel):
+    """What the Workflow consists of (§1.4); every member optional."""
+
+    human_readable: HumanReadableDescription | None = Field(default=None, alias="humanReadable")
+    """Names for people; copied into the helper payload."""
+    media_locations: list[NamedMediaLocationReference] | None = Field(
+        default=None,
+        alias="mediaLocations",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+        },
+    )
+    """Media locations available to the Workflow's Tasks, keyed by ``name``."""
+    inputs: list[Media] | None = None
+    """Media read by the Workflow."""
+    outputs: list[Media] | None = None
+    """Media written by the Workflow."""
+    config: StringMap | None = None
+    """Workflow configuration; copied into the helper payload."""
+
+
+class WorkflowStatus(K8sModel):
+    """What the Workflow controller observed (§1.4)."""
+
+    phase: WorkflowPhase | None = None
+    """``Initializing``, ``Running``, ``AwaitingCompletion``, ``Succeeded`` or ``Failed``."""
+    conditions: list[Condition] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    """Conditions of types Ready, Complete and Failed."""
+    message: str | None = None
+    """The last reconcile error, if any."""
+    queued_time: Time | None = Field(default=None, alias="queuedTime")
+    """When the Workflow controller first saw the Workflow."""
+    start_time: Time | None = Field(default=None, alias="startTime")
+    """When the first Task started."""
+    end_time: Time | None = Field(default=None, alias="endTime")
+    """When the Workflow terminated."""
+    total: Int32 | None = None
+    """Number of Tasks."""
+    active: Int32 | None = None
+    """Number of active Tasks."""
+    succeeded: Int32 | None = None
+    """Number of succeeded Tasks."""
+    failed: Int32 | None = None
+    """Number of failed Tasks."""
+
+
+class Workflow(ApiObject):
+    """``engine.nagare.media/v1alpha1`` Workflow (namespaced, status subresource)."""
+
+    KIND: ClassVar[str] = KIND_WORKFLOW
+    PLURAL: ClassVar[str] = PLURAL_WORKFLOWS
+    CATEGORIES: ClassVar[tuple[str, ...]] = CATEGORIES_TASK_AND_WORKFLOW
+
+    kind: Literal["Workflow"] = "Workflow"
+    spec: WorkflowSpec = Field(default_factory=WorkflowSpec, json_schema_extra={"default": {}})
+    """Desired state."""
+    status: WorkflowStatus = Field(default_factory=WorkflowStatus)
+    """Observed state."""
+
+    @property
+    def is_terminated(self) -> bool:
+        """True iff the phase is Succeeded or Failed; an empty phase counts as active (§1.4)."""
+        return self.status.phase in WORKFLOW_TERMINAL_PHASES
