@@ -1,0 +1,174 @@
+"""A plain-data catalogue of the lifecycle statechart, read from its class.
+
+Where this sits in the flow: the diagrams and `docs/lifecycle.md` (`machines.render`), the
+driver's record of which transitions a pass took (`machines.driver`) and the scenario tests'
+transition coverage all need the chart as data. This module reads it once from
+`machines.task.TaskLifecycle`, through the library's public state and transition objects,
+so no copy of the chart exists anywhere else.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from statemachine.transition import Transition
+
+from machines.task import STATE_PHASES, TaskLifecycle
+
+ERROR_EVENT = "error.execution"
+
+
+@dataclass(frozen=True, slots=True)
+class StateInfo:
+    """One state of the chart: `phase` is its `status.phase`, None for non-phase states."""
+
+    id: str
+    name: str
+    parent: str | None
+    phase: str | None
+    entry: tuple[str, ...]
+    final: bool
+    compound: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionInfo:
+    """One transition: `event` is `""` when eventless, `target` None when targetless.
+
+    `guards` read `name` for `cond` and `not name` for `unless`; `effects` are the `before`
+    actions resolved on the model, `verdicts` the `on` actions resolved on the pass record.
+    `rank` is the 1-based priority among the source's transitions for the same event.
+    """
+
+    key: str
+    source: str
+    event: str
+    target: str | None
+    guards: tuple[str, ...]
+    effects: tuple[str, ...]
+    verdicts: tuple[str, ...]
+    rank: int
+
+    @property
+    def label(self) -> str:
+        """`event [guard, ...] / action, ...` as drawn on diagram edges."""
+        parts = [self.event] if self.event else []
+        if self.guards:
+            parts.append(f"[{', '.join(self.guards)}]")
+        actions = self.effects + self.verdicts
+        if actions:
+            parts.append(f"/ {', '.join(actions)}")
+        return " ".join(parts)
+
+
+def _names(specs: Any) -> tuple[str, ...]:
+    return tuple(spec.attr_name for spec in specs if not spec.is_convention)
+
+
+def _guards(transition: Transition) -> tuple[str, ...]:
+    return tuple(
+        spec.attr_name if spec.expected_value is not False else f"not {spec.attr_name}"
+        for spec in transition.cond
+        if not spec.is_convention
+    )
+
+
+def _event(transition: Transition) -> str:
+    ids = [str(event) for event in transition.events]
+    if not ids:
+        return ""
+    # The library registers error_execution under both spellings; show the SCXML one.
+    return ERROR_EVENT if ERROR_EVENT in ids else ids[0]
+
+
+def _key(source: str, event: str, guards: tuple[str, ...], target: str | None) -> str:
+    guard_text = f" [{', '.join(guards)}]" if guards else ""
+    return f"{source} --{event or '(eventless)'}{guard_text}--> {target or '(stays)'}"
+
+
+def transition_key(transition: Transition) -> str:
+    """Return the stable key of a chart transition (what coverage counts)."""
+    known = _keys_by_identity().get(id(transition))
+    if known is not None:
+        return known
+    target = transition.target.id if transition.target else None
+    return _key(transition.source.id, _event(transition), _guards(transition), target)
+
+
+@functools.cache
+def states() -> tuple[StateInfo, ...]:
+    """Every state in document order (parents before children)."""
+    return tuple(
+        StateInfo(
+            id=state.id,
+            name=str(state.name),
+            parent=state.parent.id if state.parent else None,
+            phase=STATE_PHASES.get(state.id),
+            entry=_names(state.enter),
+            final=state.final,
+            compound=bool(state.states),
+        )
+        for state in TaskLifecycle.states_map.values()
+    )
+
+
+def _chart_transitions() -> list[Transition]:
+    # A compound state's default entry is an `initial` transition too; it is structure
+    # (drawn as the start marker), never taken by a pass, so it is not catalogued.
+    return [
+        t
+        for state in TaskLifecycle.states_map.values()
+        for t in state.transitions
+        if not t.initial
+    ]
+
+
+@functools.cache
+def transitions() -> tuple[TransitionInfo, ...]:
+    """Every transition, grouped by source state in document order, in priority order."""
+    out = []
+    seen: dict[tuple[str, str], int] = {}
+    for t in _chart_transitions():
+        source, event = t.source.id, _event(t)
+        rank = seen[(source, event)] = seen.get((source, event), 0) + 1
+        target = t.target.id if t.target else None
+        guards = _guards(t)
+        out.append(
+            TransitionInfo(
+                key=_key(source, event, guards, target),
+                source=source,
+                event=event,
+                target=target,
+                guards=guards,
+                effects=_names(t.before),
+                verdicts=_names(t.on),
+                rank=rank,
+            )
+        )
+    return tuple(out)
+
+
+@functools.cache
+def _keys_by_identity() -> dict[int, str]:
+    return {
+        id(t): info.key for t, info in zip(_chart_transitions(), transitions(), strict=True)
+    }
+
+
+def events() -> tuple[str, ...]:
+    """Every event the chart reacts to, in first-use order (`""` excluded)."""
+    return tuple(dict.fromkeys(t.event for t in transitions() if t.event))
+
+
+def guard_names() -> frozenset[str]:
+    """Every guard name the chart uses (without `not`)."""
+    return frozenset(g.removeprefix("not ") for t in transitions() for g in t.guards)
+
+
+def action_names() -> frozenset[str]:
+    """Every action name the chart uses: transition effects and verdicts, state entries."""
+    names = {a for t in transitions() for a in t.effects + t.verdicts}
+    names.update(a for s in states() for a in s.entry)
+    return frozenset(names)
