@@ -1,0 +1,46 @@
+"""Building ``kubernetes.client.ApiClient`` objects for the main and the MediaProcessingEntity
+clusters: from a kubeconfig file, a kubeconfig dict (a remote MPE's Secret), or in-cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+
+
+def from_kubeconfig(path: str | Path | None = None, *, context: str | None = None) -> client.ApiClient:
+    """An ``ApiClient`` for ``path`` (default: ``$KUBECONFIG`` or ``~/.kube/config``)."""
+    configuration = client.Configuration()
+    config.load_kube_config(
+        config_file=str(path) if path else None, context=context, client_configuration=configuration
+    )
+    return client.ApiClient(configuration)
+
+
+def from_kubeconfig_dict(kubeconfig: dict[str, Any], *, context: str | None = None) -> client.ApiClient:
+    """An ``ApiClient`` for an in-memory kubeconfig (task-controller.md §1.7, remote MPEs).
+
+    Raises ``kubernetes.config.ConfigException`` when the kubeconfig is unusable.
+    """
+    configuration = client.Configuration()
+    loader = config.kube_config.KubeConfigLoader(config_dict=kubeconfig, active_context=context)
+    loader.load_and_set(configuration)
+    return client.ApiClient(configuration)
+
+
+def kubeconfig_namespace(kubeconfig: dict[str, Any]) -> str:
+    """The current context's namespace, or ``default`` (the Job namespace of a remote MPE, §1.7)."""
+    current = kubeconfig.get("current-context")
+    for ctx in kubeconfig.get("contexts") or []:
+        if ctx.get("name") == current:
+            return (ctx.get("context") or {}).get("namespace") or "default"
+    return "default"
+
+
+def in_cluster() -> client.ApiClient:
+    """An ``ApiClient`` from the Pod's service-account token (raises ``ConfigException`` outside)."""
+    configuration = client.Configuration()
+    config.load_incluster_config(client_configuration=configuration)
+    return client.ApiClient(configuration)

@@ -1,0 +1,316 @@
+"""One Task reconcile: key in, :class:`Result` out, level-triggered.
+
+Flow of :meth:`TaskReconciler.reconcile` (task-controller.md §3.2–§3.4):
+
+1. read the Task (cache, or our own newer write, or a fresh GET when neither is known);
+2. read what its lifecycle depends on: the Workflow, the MediaProcessingEntity cluster, the Job
+   under the Task's deterministic name, into a ``machines.observation.TaskObservation``;
+3. run the statechart (``machines.driver.run_pass``) with :class:`~taskfsm.actions.effects.TaskEffects`;
+   while a step moves the phase forward without error, observe again and take the next step, so a
+   new Task usually reaches Running in one reconcile (fewer passes, fewer writes);
+4. write metadata (at most one merge patch) and status (one merge patch on ``/status``, no
+   resourceVersion: the controller owns status), record Events, decide the requeue.
+
+One Task's exception never escapes (D23): it becomes ``status.message`` and a retry with backoff.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from machines.driver import PassOutcome, run_pass
+from machines.job_status import interpret_job_conditions
+from machines.observation import JobState, TaskObservation, WorkflowState
+from machines.conditions import Condition
+from taskfsm import constants as c
+from taskfsm.actions import jobs
+from taskfsm.actions.effects import ANNOTATION_JOB_RECREATED, PassState, TaskEffects
+from taskfsm.events import NORMAL, WARNING, EventRecorder
+from taskfsm.kube.errors import KubeError, NotFound
+from taskfsm.kube.resources import TASKS, WORKFLOWS
+from taskfsm.kube.rest import JOBS, Rest
+
+if TYPE_CHECKING:
+    from taskfsm.api.config import NatsConfiguration
+    from taskfsm.cache import Caches
+    from taskfsm.metrics import Metrics
+    from taskfsm.mpe import MpeCluster, MpeRegistry
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS = 8
+"""Steps per reconcile; the longest forward path (new → Running → terminal cleanup) needs 5."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the worker does with the key next.
+
+    ``error`` set → re-add with per-key backoff; else ``requeue_after`` seconds (None: only on
+    the next event) and the key's backoff is reset.
+    """
+
+    error: str | None = None
+    requeue_after: float | None = None
+
+
+class TaskReconciler:
+    """Reconciles Tasks of the main cluster.
+
+    Args:
+        rest: the main cluster.
+        caches: informer caches and read-your-writes (:class:`taskfsm.cache.Caches`).
+        mpes: the MediaProcessingEntity registry.
+        events: where Events go.
+        nats: the process configuration's NATS settings, copied into every payload.
+        metrics: Prometheus metrics (optional).
+        resync_seconds: how often a Task whose Job may still change is looked at again without an
+            event (bounds how long a missed Job event can go unnoticed, F4).
+        clock: wall-clock ``now`` for timestamps (injected by tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        rest: Rest,
+        caches: Caches,
+        mpes: MpeRegistry,
+        events: EventRecorder,
+        nats: NatsConfiguration | None = None,
+        metrics: Metrics | None = None,
+        resync_seconds: float = 300.0,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.rest = rest
+        self.caches = caches
+        self.mpes = mpes
+        self.events = events
+        self.nats = nats
+        self.metrics = metrics
+        self.resync_seconds = resync_seconds
+        self.clock = clock
+
+    # -- read-your-writes ------------------------------------------------------------------------
+
+    def remember_task(self, task: dict[str, Any]) -> None:
+        meta = task["metadata"]
+        self.caches.written.wrote(("main", TASKS.plural, meta["namespace"], meta["name"]), task)
+
+    def remember_job(self, cluster: MpeCluster, job: dict[str, Any]) -> None:
+        meta = job["metadata"]
+        self.caches.written.wrote((cluster.cluster_id, JOBS.plural, meta["namespace"], meta["name"]), job)
+
+    def observe_job_created(self, task: dict[str, Any], job: dict[str, Any]) -> None:
+        if self.metrics is None:
+            return
+        created = _parse_time(task["metadata"].get("creationTimestamp"))
+        job_created = _parse_time(job["metadata"].get("creationTimestamp"))
+        if created and job_created:
+            self.metrics.job_creation_latency.observe(max(0.0, (job_created - created).total_seconds()))
+
+    def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
+        cached = self.caches.informers[c.KIND_TASK].get(namespace, name)
+        picked = self.caches.written.pick(("main", TASKS.plural, namespace, name), cached)
+        if picked is not None:
+            return copy.deepcopy(picked)
+        try:
+            return self.rest.get(TASKS, namespace, name)  # not in the cache: ask the source
+        except NotFound:
+            return None
+
+    # -- the reconcile ---------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result:
+        """Reconcile the Task ``namespace/name``; never raises (D23)."""
+        started = time.monotonic()
+        try:
+            result = self._reconcile(key)
+        except Exception as exc:  # a bug or an API failure outside the machine: retry later
+            log.exception("reconcile failed", extra={"task": key})
+            result = Result(error=f"internal error: {type(exc).__name__}: {exc}")
+        if self.metrics is not None:
+            from taskfsm.metrics import CONTROLLER
+
+            self.metrics.reconcile_time.labels(CONTROLLER).observe(time.monotonic() - started)
+            outcome = "error" if result.error else ("requeue_after" if result.requeue_after else "success")
+            self.metrics.reconcile_total.labels(CONTROLLER, outcome).inc()
+            if result.error:
+                self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+        return result
+
+    def _reconcile(self, key: str) -> Result:
+        namespace, name = key.split("/", 1)
+        task = self.read_task(namespace, name)
+        if task is None:
+            return Result()
+        state = PassState(original=copy.deepcopy(task), task=task, now=self.clock())
+        effects = TaskEffects(self, state)
+        outcome: PassOutcome | None = None
+        for _ in range(MAX_STEPS):
+            observation = self.observe(state)
+            outcome = run_pass(observation, effects, now=state.now)
+            self._apply(state, outcome)
+            if outcome.error or outcome.finalized or not outcome.transitions:
+                break
+            if outcome.state == "deleting":
+                break  # D9: the Task asked for its own deletion; the next pass finishes it
+        assert outcome is not None
+        if outcome.finalized:
+            self._event_once(state, NORMAL, "Deleted", "Task finalizer released; the Task is deleted")
+            return Result()
+        if state.metadata_dirty and not outcome.error:
+            try:
+                effects.flush_metadata()
+            except KubeError as exc:
+                return self._finish(state, outcome, f"failed to update Task metadata: {exc}")
+        return self._finish(state, outcome, outcome.message)
+
+    def _apply(self, state: PassState, outcome: PassOutcome) -> None:
+        status = state.status
+        if outcome.phase:
+            status["phase"] = outcome.phase
+        status["conditions"] = [cond.to_dict() for cond in outcome.conditions] or None
+        status["message"] = outcome.message
+
+    def _finish(self, state: PassState, outcome: PassOutcome, message: str) -> Result:
+        status = state.status
+        status["message"] = message
+        self._write_status(state)
+        self._record_events(state, outcome, message)
+        if message:
+            return Result(error=message)
+        phase = status.get("phase") or ""
+        if phase in (c.TaskPhase.RUNNING, c.TaskPhase.JOB_PENDING) or status.get("jobRef"):
+            return Result(requeue_after=self.resync_seconds)
+        return Result()
+
+    def _write_status(self, state: PassState) -> None:
+        before = state.original.get("status") or {}
+        after = state.task.get("status") or {}
+        patch = {k: v for k, v in after.items() if before.get(k) != v and not (v is None and k not in before)}
+        if not patch:
+            return
+        meta = state.meta
+        try:
+            updated = self.rest.patch(TASKS, meta["namespace"], meta["name"], {"status": patch}, subresource="status")
+        except NotFound:
+            return
+        self.remember_task(updated)
+
+    def _record_events(self, state: PassState, outcome: PassOutcome, message: str) -> None:
+        before = (state.original.get("status") or {}).get("phase") or ""
+        after = (state.task.get("status") or {}).get("phase") or ""
+        for note in state.notes:
+            self.events.record(state.task, WARNING, "JobRecreated", note)
+        if after != before and after:
+            text = f"phase {before or '(new)'} -> {after}"
+            if outcome.reason is not None:
+                text += f": {outcome.reason.value}"
+            kind = WARNING if after == c.TaskPhase.FAILED else NORMAL
+            self.events.record(state.task, kind, after, text)
+        if message:
+            self.events.record(state.task, WARNING, "ReconcileError", message)
+
+    def _event_once(self, state: PassState, type_: str, reason: str, note: str) -> None:
+        self.events.record(state.task, type_, reason, note)
+
+    # -- observation -----------------------------------------------------------------------------
+
+    def observe(self, state: PassState) -> TaskObservation:
+        """Condense the Task's world into a TaskObservation (no writes)."""
+        task = state.task
+        meta = task["metadata"]
+        status = task.get("status") or {}
+        spec = task.get("spec") or {}
+        workflow_name = (spec.get("workflowRef") or {}).get("name") or ""
+        workflow = self._workflow(meta["namespace"], workflow_name) if workflow_name else None
+        state.workflow = workflow
+        if workflow is None:
+            workflow_state = WorkflowState.MISSING
+        elif (workflow.get("metadata") or {}).get("deletionTimestamp"):
+            workflow_state = WorkflowState.DELETING
+        elif ((workflow.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed"):
+            workflow_state = WorkflowState.TERMINATED
+        else:
+            workflow_state = WorkflowState.ACTIVE
+        mpe_ref = status.get("mediaProcessingEntityRef")
+        cluster = self.mpes.get(mpe_ref)
+        state.cluster = cluster
+        job_name = jobs.job_name(task)
+        job = self._job(state, cluster, job_name) if cluster is not None else None
+        state.job = job
+        job_ref = status.get("jobRef") or {}
+        job_meta = (job or {}).get("metadata") or {}
+        job_state = JobState.ABSENT
+        if job is not None:
+            job_state = interpret_job_conditions((job.get("status") or {}).get("conditions"))
+        return TaskObservation(
+            phase=status.get("phase") or "",
+            deletion_requested=bool(meta.get("deletionTimestamp")),
+            has_finalizer=c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or []),
+            workflow=workflow_state,
+            workflow_name=workflow_name,
+            owned_by_workflow=workflow is not None and _owned_by(task, workflow),
+            mpe_selected=bool(mpe_ref),
+            function_selected=bool(status.get("functionRef")),
+            mpe_ready=cluster is not None,
+            job_name=job_name,
+            job=job_state,
+            job_uid=job_meta.get("uid", "") if job is not None else "",
+            job_terminating=bool(job_meta.get("deletionTimestamp")),
+            job_protected=c.FINALIZER_JOB_PROTECTION in (job_meta.get("finalizers") or []),
+            job_ref_uid=job_ref.get("uid") or "",
+            job_recreated=ANNOTATION_JOB_RECREATED in (meta.get("annotations") or {}),
+            conditions=tuple(Condition.from_dict(d) for d in status.get("conditions") or []),
+        )
+
+    def _workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+        cached = self.caches.get(c.KIND_WORKFLOW, namespace, name)
+        if cached is not None:
+            return cached
+        try:  # not cached (yet): a just-created Workflow must not fail its Tasks
+            return self.rest.get(WORKFLOWS, namespace, name)
+        except NotFound:
+            return None
+
+    def _job(self, state: PassState, cluster: MpeCluster, name: str) -> dict[str, Any] | None:
+        if state.job is not None and state.job["metadata"]["name"] == name and state.created_job:
+            return state.job  # created in this reconcile
+        cached = cluster.jobs.get(cluster.namespace, name)
+        job = self.caches.written.pick((cluster.cluster_id, JOBS.plural, cluster.namespace, name), cached)
+        if job is not None:
+            return job
+        status = state.task.get("status") or {}
+        if status.get("jobRef") or status.get("phase") == c.TaskPhase.RUNNING:
+            # The Task believes in a Job the cache does not show: it may be gone or the watch
+            # may lag (F1/F4). Ask the cluster before concluding it is gone.
+            try:
+                return cluster.rest.get(JOBS, cluster.namespace, name)
+            except NotFound:
+                return None
+        return None
+
+
+def _owned_by(task: dict[str, Any], workflow: dict[str, Any]) -> bool:
+    meta = task["metadata"]
+    uid = workflow["metadata"].get("uid")
+    owners = meta.get("ownerReferences") or []
+    if not any(o.get("uid") == uid and o.get("controller") for o in owners):
+        return False
+    labels = meta.get("labels") or {}
+    return all(labels.get(k) == v for k, v in jobs.task_labels(task).items())
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None

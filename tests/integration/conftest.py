@@ -1,0 +1,69 @@
+"""Fixtures for controller tests: CRDs installed once, an in-process controller per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from taskfsm import constants as c
+from taskfsm.controller import Controller, Settings
+from taskfsm.crdgen import crd_documents
+from taskfsm.kube.resources import BY_KIND
+from taskfsm.testing.crds import install_crds
+
+
+@pytest.fixture(scope="session")
+def crds(api_client: client.ApiClient) -> list[str]:
+    """taskfsm's own CRDs, installed and Established."""
+    return install_crds(api_client, crd_documents())
+
+
+class Engine:
+    """Create and read nagare objects in one namespace (cluster kinds get unique names)."""
+
+    def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
+        self.api = client.CustomObjectsApi(api_client)
+        self.namespace = namespace
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        res = BY_KIND[obj["kind"]]
+        if res.namespaced:
+            return self.api.create_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, res.plural, obj)
+        return self.api.create_cluster_custom_object(c.GROUP, c.VERSION, res.plural, obj)
+
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        res = BY_KIND[kind]
+        if res.namespaced:
+            return self.api.get_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, res.plural, name)
+        return self.api.get_cluster_custom_object(c.GROUP, c.VERSION, res.plural, name)
+
+    def task(self, name: str) -> dict[str, Any]:
+        return self.get(c.KIND_TASK, name)
+
+    def phase(self, name: str) -> str:
+        return (self.task(name).get("status") or {}).get("phase") or ""
+
+
+@pytest.fixture
+def engine(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Engine:
+    return Engine(api_client, namespace)
+
+
+@pytest.fixture
+def controller(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Iterator[Controller]:
+    """An in-process controller watching only the test's namespace (fast watches, no ports)."""
+    settings = Settings(
+        namespace=namespace,
+        metrics_address=None,
+        health_address=None,
+        resync_seconds=30,
+        watch_timeout=20,
+        read_margin=10,
+        shutdown_timeout=5,
+    )
+    ctl = Controller(api_client, settings).start()
+    yield ctl
+    ctl.stop()
