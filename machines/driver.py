@@ -118,6 +118,8 @@ class _PassRecord:
         self.reason_message = ""
         self.taken: list[str] = []
         self.running_callback: str | None = None
+        self.failed = False
+        """Set as soon as a callback raises, before error.execution is even processed."""
 
     def _terminal(self, reason: TerminalReason, message: str) -> None:
         self.reason, self.reason_message = reason, message
@@ -180,20 +182,25 @@ class _ModelBinding:
 
     def _guard(self, name: str) -> bool:
         record = self._record
-        if record.errors:
-            # The pass already failed: take no further transition (error handlers have no
-            # guards, so error.execution still gets recorded).
+        if record.failed or record.errors:
+            # The pass already failed: take no further transition. A raising guard counts
+            # as False for the library, which would go on to the next candidate transition;
+            # this stops that. Error handlers have no guards, so the error is still recorded.
             return False
         try:
             return bool(getattr(self._model, name)(self._observation))
         except Exception:
-            record.running_callback = name
+            record.running_callback, record.failed = name, True
             raise
 
     def _effect(self, name: str) -> None:
         record = self._record
         record.running_callback = name
-        getattr(self._model, name)(self._observation)
+        try:
+            getattr(self._model, name)(self._observation)
+        except Exception:
+            record.failed = True
+            raise
         record.running_callback = None
         record.effects.append(name)
 
@@ -268,7 +275,7 @@ def run_pass(
     try:
         for event in events_for(observation):
             machine.send(event)
-            if record.errors or "live" not in machine.configuration_values:
+            if record.failed or record.errors or "live" not in machine.configuration_values:
                 break
     except Exception as err:  # D23: a library or programming error must not stop the controller
         record.errors.append(
