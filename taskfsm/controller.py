@@ -29,6 +29,7 @@ from typing import Any
 from kubernetes import client
 
 from taskfsm import constants as c
+from taskfsm import logs
 from taskfsm.api.config import NatsConfiguration
 from taskfsm.cache import Caches
 from taskfsm.events import EventRecorder
@@ -250,6 +251,7 @@ class Controller:
                 continue
             if track_active:
                 self.metrics.active_workers.labels(CONTROLLER).inc()
+            logs.bind(key=key, reconcile_id=uuid.uuid4().hex[:12])
             try:
                 result = reconcile(key)
                 if result.error:
@@ -259,6 +261,7 @@ class Controller:
                     if result.requeue_after:
                         queue.add_after(key, result.requeue_after)
             finally:
+                logs.clear()
                 if track_active:
                     self.metrics.active_workers.labels(CONTROLLER).dec()
                 queue.done(key)

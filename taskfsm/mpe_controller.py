@@ -16,7 +16,8 @@ from taskfsm import constants as c
 from taskfsm.events import WARNING, EventRecorder
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import BY_KIND
-from taskfsm.kube.rest import Rest
+from taskfsm.kube import finalizers
+from taskfsm.kube.rest import JSON_PATCH, Rest
 from taskfsm.mpe import MpeError, MpeKey, MpeRegistry
 from taskfsm.reconciler import Result
 
@@ -71,8 +72,9 @@ class MpeReconciler:
         meta = mpe["metadata"]
         if meta.get("deletionTimestamp"):
             return self._delete(key, mpe)
-        if c.FINALIZER_MPE_PROTECTION not in (meta.get("finalizers") or []):
-            self._patch_finalizers(mpe, [*(meta.get("finalizers") or []), c.FINALIZER_MPE_PROTECTION])
+        add = finalizers.addition(mpe, c.FINALIZER_MPE_PROTECTION)
+        if add is not None:
+            self._patch(mpe, add)
         was_ready = self.registry.get(_ref(key)) is not None
         try:
             self.registry.sync(mpe)
@@ -97,22 +99,17 @@ class MpeReconciler:
             self._set_status(mpe, ready=True, message=message)
             return Result(error=message)
         self.registry.remove(key)
-        finalizers = [f for f in mpe["metadata"].get("finalizers") or [] if f != c.FINALIZER_MPE_PROTECTION]
-        try:
-            self._patch_finalizers(mpe, finalizers)
-        except NotFound:
-            pass
+        remove = finalizers.removal(mpe, c.FINALIZER_MPE_PROTECTION)
+        if remove is not None:
+            try:
+                self._patch(mpe, remove)
+            except NotFound:
+                pass
         return Result()
 
-    def _patch_finalizers(self, mpe: dict[str, Any], finalizers: list[str]) -> None:
+    def _patch(self, mpe: dict[str, Any], patch: list[dict[str, Any]]) -> None:
         meta = mpe["metadata"]
-        res = BY_KIND[mpe["kind"]]
-        self.rest.patch(
-            res,
-            meta.get("namespace"),
-            meta["name"],
-            {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": finalizers or None}},
-        )
+        self.rest.patch(BY_KIND[mpe["kind"]], meta.get("namespace"), meta["name"], patch, content_type=JSON_PATCH)
 
     def _set_status(self, mpe: dict[str, Any], *, ready: bool, message: str) -> None:
         status = mpe.get("status") or {}

@@ -152,10 +152,13 @@ class TaskReconciler:
         state = PassState(original=copy.deepcopy(task), task=task, now=self.clock())
         effects = TaskEffects(self, state)
         outcome: PassOutcome | None = None
+        state.path.append((task.get("status") or {}).get("phase") or "")
         for _ in range(MAX_STEPS):
             observation = self.observe(state)
             outcome = run_pass(observation, effects, now=state.now)
             self._apply(state, outcome)
+            if outcome.phase and outcome.phase != state.path[-1]:
+                state.path.append(outcome.phase)
             if outcome.error or outcome.finalized or not outcome.transitions:
                 break
             if outcome.state == "deleting":
@@ -209,7 +212,7 @@ class TaskReconciler:
         for note in state.notes:
             self.events.record(state.task, WARNING, "JobRecreated", note)
         if after != before and after:
-            text = f"phase {before or '(new)'} -> {after}"
+            text = " -> ".join(p or "(new)" for p in state.path)
             if outcome.reason is not None:
                 text += f": {outcome.reason.value}"
             kind = WARNING if after == c.TaskPhase.FAILED else NORMAL

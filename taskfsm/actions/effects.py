@@ -27,7 +27,8 @@ from taskfsm.actions import helperdata, jobs, selection
 from taskfsm.events import WARNING
 from taskfsm.kube.errors import AlreadyExists, Conflict, NotFound
 from taskfsm.kube.resources import TASKS
-from taskfsm.kube.rest import JOBS, SECRETS, MERGE_PATCH
+from taskfsm.kube import finalizers
+from taskfsm.kube.rest import JOBS, JSON_PATCH, SECRETS
 
 if TYPE_CHECKING:
     from taskfsm.mpe import MpeCluster
@@ -57,6 +58,8 @@ class PassState:
     metadata_writes: int = 0
     created_job: bool = False
     notes: list[str] = field(default_factory=list)
+    path: list[str] = field(default_factory=list)
+    """Phases this reconcile went through, starting with the persisted one (for Events)."""
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -171,10 +174,11 @@ class TaskEffects(ObservationGuards):
     def remove_task_finalizer(self, observation: TaskObservation) -> None:
         """§3.10: the last step; the Task then disappears."""
         meta = self.s.meta
-        finalizers = [f for f in meta.get("finalizers") or [] if f != c.FINALIZER_TASK_PROTECTION]
-        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": finalizers or None}}
+        patch = finalizers.removal(self.s.task, c.FINALIZER_TASK_PROTECTION)
+        if patch is None:
+            return
         try:
-            updated = self.r.rest.patch(TASKS, meta["namespace"], meta["name"], patch)
+            updated = self.r.rest.patch(TASKS, meta["namespace"], meta["name"], patch, content_type=JSON_PATCH)
         except NotFound:
             return
         self.r.remember_task(updated)
@@ -309,16 +313,11 @@ class TaskEffects(ObservationGuards):
     def release_job_finalizer(self, observation: TaskObservation) -> None:
         """D18: drop ``job-protection`` once the outcome is recorded (or the Task is going)."""
         cluster = self._cluster()
-        job = self.s.job or {}
-        finalizers = [f for f in (job.get("metadata") or {}).get("finalizers") or [] if f != c.FINALIZER_JOB_PROTECTION]
-        patch = {
-            "metadata": {
-                "resourceVersion": (job.get("metadata") or {}).get("resourceVersion"),
-                "finalizers": finalizers or None,
-            }
-        }
+        patch = finalizers.removal(self.s.job or {}, c.FINALIZER_JOB_PROTECTION)
+        if patch is None:
+            return
         try:
-            updated = cluster.rest.patch(JOBS, cluster.namespace, observation.job_name, patch, content_type=MERGE_PATCH)
+            updated = cluster.rest.patch(JOBS, cluster.namespace, observation.job_name, patch, content_type=JSON_PATCH)
         except NotFound:
             return
         self.r.remember_job(cluster, updated)

@@ -199,6 +199,8 @@ class Informer:
         self._mark_healthy()
 
     def _on_error(self, exc: Any) -> None:
+        if self._stopped.is_set():
+            return  # stop() closes the stream on purpose
         self.healthy = False
         self._failures += 1
         self.last_error = f"{type(exc).__name__}: {exc}"[:300]

@@ -28,8 +28,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
+
+from taskfsm.kube.errors import KubeError, NotFound
+from taskfsm.kube.informer import Informer
+from taskfsm.kube.rest import PODS, SECRETS, Rest
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +89,7 @@ class SimulatedKubelet:
         namespace: str | None = None,
         policy: Policy | None = None,
     ) -> None:
-        self._core = client.CoreV1Api(api_client)
-        self._to_dict = api_client.sanitize_for_serialization
+        self._rest = Rest(api_client)
         self._namespace = namespace
         self._policy = policy or annotation_policy()
         self._stop = threading.Event()
@@ -122,70 +124,43 @@ class SimulatedKubelet:
 
     # -- watching --------------------------------------------------------------------------------
 
-    def _list(self, **kwargs: Any) -> Any:
-        if self._namespace:
-            return self._core.list_namespaced_pod(self._namespace, **kwargs)
-        return self._core.list_pod_for_all_namespaces(**kwargs)
-
     def _watch_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                pods = self._list(label_selector=JOB_NAME_LABEL)
-                for pod in pods.items:
-                    self._observe(pod)
-                resource_version = pods.metadata.resource_version
-                stream = watch.Watch()
-                for event in stream.stream(
-                    self._list,
-                    label_selector=JOB_NAME_LABEL,
-                    resource_version=resource_version,
-                    timeout_seconds=5,  # short, so stop() is honoured promptly
-                    _request_timeout=30,
-                ):
-                    if self._stop.is_set():
-                        stream.stop()
-                        break
-                    if event["type"] in ("ADDED", "MODIFIED"):
-                        self._observe(event["object"])
-            except ApiException as exc:
-                if exc.status != 410:
-                    log.warning("simulated kubelet: watch failed: %s", exc.reason)
-                    self._stop.wait(1)
-            except Exception as exc:  # connection loss: relist after a pause
-                if not self._stop.is_set():
-                    log.warning("simulated kubelet: watch error: %s", exc)
-                    self._stop.wait(1)
+        informer = Informer(self._rest, PODS, namespace=self._namespace, label_selector=JOB_NAME_LABEL, watch_timeout=30)
+        informer.add_handler(lambda kind, pod: kind != "DELETED" and self._observe(pod))
+        informer.start()
+        self._stop.wait()
+        informer.stop()
 
-    def _observe(self, pod: client.V1Pod) -> None:
-        uid = pod.metadata.uid
-        if uid in self._seen or pod.metadata.deletion_timestamp is not None:
+    def _observe(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        uid = meta["uid"]
+        if uid in self._seen or meta.get("deletionTimestamp"):
             return
-        if (pod.status.phase or "Pending") != "Pending":
+        if ((pod.get("status") or {}).get("phase") or "Pending") != "Pending":
             return
         self._seen.add(uid)
-        outcome = self._policy(self._to_dict(pod))
+        outcome = self._policy(pod)
         if not outcome.start:
             return
         self._schedule(0.0, lambda: self._try_start(pod, outcome))
 
-    def _try_start(self, pod: client.V1Pod, outcome: PodOutcome) -> None:
+    def _try_start(self, pod: dict[str, Any], outcome: PodOutcome) -> None:
         """Start the pod once every Secret it mounts exists, as a kubelet does (F9b)."""
-        missing = [name for name in _secret_volumes(pod) if not self._secret_exists(pod.metadata.namespace, name)]
+        name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+        missing = [secret for secret in _secret_volumes(pod) if not self._secret_exists(namespace, secret)]
         if missing:
-            self.waiting_for_secrets[pod.metadata.name] = missing
+            self.waiting_for_secrets[name] = missing
             self._schedule(0.5, lambda: self._try_start(pod, outcome))
             return
-        self.waiting_for_secrets.pop(pod.metadata.name, None)
+        self.waiting_for_secrets.pop(name, None)
         self._set_running(pod)
         self._schedule(outcome.run_seconds, lambda: self._set_terminated(pod, outcome.exit_code))
 
     def _secret_exists(self, namespace: str, name: str) -> bool:
         try:
-            self._core.read_namespaced_secret(name, namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
+            self._rest.get(SECRETS, namespace, name)
+        except NotFound:
+            return False
         return True
 
     # -- timers ----------------------------------------------------------------------------------
@@ -210,21 +185,18 @@ class SimulatedKubelet:
                 heapq.heappop(self._timers)
             try:
                 action()
-            except ApiException as exc:
-                if exc.status != 404:  # the pod went away: nothing to play out
-                    log.warning("simulated kubelet: status write failed: %s", exc.reason)
+            except NotFound:
+                pass  # the pod went away: nothing to play out
+            except KubeError as exc:
+                log.warning("simulated kubelet: status write failed: %s", exc)
 
     # -- status writes ---------------------------------------------------------------------------
 
-    def _patch_status(self, pod: client.V1Pod, status: dict[str, Any]) -> None:
-        self._core.patch_namespaced_pod_status(
-            pod.metadata.name,
-            pod.metadata.namespace,
-            {"status": status},
-            _content_type="application/merge-patch+json",
-        )
+    def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        self._rest.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
 
-    def _set_running(self, pod: client.V1Pod) -> None:
+    def _set_running(self, pod: dict[str, Any]) -> None:
         now = _now()
         self._patch_status(
             pod,
@@ -234,12 +206,12 @@ class SimulatedKubelet:
                 "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
                 "containerStatuses": [
                     _container_status(c, {"running": {"startedAt": now}}, ready=True)
-                    for c in pod.spec.containers
+                    for c in pod["spec"]["containers"]
                 ],
             },
         )
 
-    def _set_terminated(self, pod: client.V1Pod, exit_code: int) -> None:
+    def _set_terminated(self, pod: dict[str, Any], exit_code: int) -> None:
         now = _now()
         terminated = {
             "exitCode": exit_code,
@@ -254,25 +226,25 @@ class SimulatedKubelet:
                 "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
                 "containerStatuses": [
                     _container_status(c, {"terminated": terminated}, ready=False)
-                    for c in pod.spec.containers
+                    for c in pod["spec"]["containers"]
                 ],
             },
         )
         self.handled += 1
 
 
-def _secret_volumes(pod: client.V1Pod) -> list[str]:
+def _secret_volumes(pod: dict[str, Any]) -> list[str]:
     return [
-        v.secret.secret_name
-        for v in pod.spec.volumes or []
-        if v.secret is not None and v.secret.secret_name and not v.secret.optional
+        v["secret"]["secretName"]
+        for v in pod["spec"].get("volumes") or []
+        if (v.get("secret") or {}).get("secretName") and not v["secret"].get("optional")
     ]
 
 
-def _container_status(container: client.V1Container, state: dict[str, Any], *, ready: bool) -> dict[str, Any]:
+def _container_status(container: dict[str, Any], state: dict[str, Any], *, ready: bool) -> dict[str, Any]:
     return {
-        "name": container.name,
-        "image": container.image or "unknown",
+        "name": container["name"],
+        "image": container.get("image") or "unknown",
         "imageID": "",
         "ready": ready,
         "restartCount": 0,

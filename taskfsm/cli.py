@@ -1,0 +1,171 @@
+"""The ``taskfsm`` command line: thin wrappers over the library (``taskfsm --help``).
+
+Commands: ``run`` (the controller), ``demo`` (everything on a local control plane), ``diagram``
+(render the lifecycle), ``crds`` (print the CRDs), ``explain`` (a Task's state, with the lifecycle
+diagram), ``render-job`` (the Job and Secret a Task would produce, offline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _add_kube_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+    parser.add_argument("--context", help="kubeconfig context to use")
+
+
+def _api_client(args: argparse.Namespace):  # noqa: ANN202 - kubernetes type
+    from kubernetes.config import ConfigException
+
+    from taskfsm.kube import client as kube_client
+
+    if args.kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().exists():
+        return kube_client.from_kubeconfig(args.kubeconfig, context=args.context)
+    try:
+        return kube_client.in_cluster()
+    except ConfigException:
+        raise SystemExit("no kubeconfig found and not running in a cluster: pass --kubeconfig") from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from taskfsm import logs
+    from taskfsm.api.config import WorkflowManagerConfiguration
+    from taskfsm.controller import Controller, Settings
+
+    logs.configure(level=args.log_level, json=args.log_format == "json")
+    nats = None
+    if args.config:
+        config = WorkflowManagerConfiguration.load(args.config)
+        nats = config.nats
+    in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not args.kubeconfig
+    leader_elect = args.leader_elect if args.leader_elect is not None else in_cluster
+    settings = Settings(
+        workers=args.workers,
+        namespace=args.namespace,
+        metrics_address=args.metrics_bind_address or None,
+        health_address=args.health_probe_bind_address or None,
+        leader_election=leader_elect,
+        lease_namespace=args.leader_election_namespace or os.environ.get("POD_NAMESPACE", "default"),
+        lease_name=args.leader_election_id,
+        resync_seconds=args.resync_period,
+        nats=nats,
+    )
+    controller = Controller(_api_client(args), settings)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: controller.stop())
+    controller.start()
+    print(f"taskfsm: controller running (workers={settings.workers}, leader election={'on' if leader_elect else 'off'})", file=sys.stderr)
+    controller.wait()
+    return 1 if controller.lost_leadership.is_set() else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from taskfsm import demo
+
+    return demo.main(output=Path(args.output), timeout=args.timeout, keep=args.keep)
+
+
+def cmd_diagram(args: argparse.Namespace) -> int:
+    from machines import render
+
+    if args.check:
+        stale = render.stale_files()
+        for path in stale:
+            print(f"stale: {path}")
+        return 1 if stale else 0
+    if args.format and args.output:
+        data = render.render(args.format, args.highlight)
+        Path(args.output).write_bytes(data) if args.output != "-" else sys.stdout.buffer.write(data)
+        return 0
+    for path in render.write_all():
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_crds(_args: argparse.Namespace) -> int:
+    from taskfsm.crdgen import crd_documents, render
+
+    print("---\n".join(render(doc) for doc in crd_documents()), end="")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from taskfsm import explain
+
+    return explain.main(_api_client(args), namespace=args.namespace, name=args.task, diagram_format=args.diagram)
+
+
+def cmd_render_job(args: argparse.Namespace) -> int:
+    from taskfsm import render_job
+
+    return render_job.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="taskfsm", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the Task controller", description="Run the Task controller against a cluster.")
+    _add_kube_flags(run)
+    run.add_argument("--config", help="WorkflowManagerConfiguration file (NATS settings for the helper data)")
+    run.add_argument("--namespace", help="watch only this namespace (default: all)")
+    run.add_argument("--workers", type=int, default=4, help="concurrent Task reconciles (default 4)")
+    run.add_argument("--metrics-bind-address", default=":8080", help="host:port for /metrics ('' disables)")
+    run.add_argument("--health-probe-bind-address", default=":8081", help="host:port for /healthz and /readyz ('' disables)")
+    run.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None, help="use a Lease (default: on in a cluster)")
+    run.add_argument("--no-leader-elect", "--local", dest="leader_elect", action="store_false", help="no leader election")
+    run.add_argument("--leader-election-namespace", help="namespace of the Lease (default: $POD_NAMESPACE or default)")
+    run.add_argument("--leader-election-id", default="taskfsm-task-controller", help="name of the Lease")
+    run.add_argument("--resync-period", type=float, default=300.0, help="seconds between reconciles of a Task with a Job, without events")
+    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument("--log-level", default="INFO")
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="run everything on an embedded local control plane with sample Tasks")
+    demo.add_argument("--output", default="demo-output", help="directory for the diagrams of the paths taken")
+    demo.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for all Tasks")
+    demo.add_argument("--keep", action="store_true", help="keep the control plane running until Ctrl-C")
+    demo.set_defaults(func=cmd_demo)
+
+    diagram = sub.add_parser("diagram", help="render the Task lifecycle diagrams (diagrams/, docs/lifecycle.md)")
+    diagram.add_argument("--check", action="store_true", help="exit 1 if the committed diagrams are stale")
+    diagram.add_argument("--format", choices=("mermaid", "dot", "svg", "png"), help="render one diagram")
+    diagram.add_argument("--highlight", help="state or phase to highlight (with --format)")
+    diagram.add_argument("--output", help="file for --format ('-' = stdout)")
+    diagram.set_defaults(func=cmd_diagram)
+
+    crds = sub.add_parser("crds", help="print the CustomResourceDefinitions as YAML")
+    crds.set_defaults(func=cmd_crds)
+
+    explain = sub.add_parser("explain", help="show a Task's phase, conditions, refs, Job and lifecycle position")
+    _add_kube_flags(explain)
+    explain.add_argument("task", help="Task name")
+    explain.add_argument("-n", "--namespace", default="default")
+    explain.add_argument("--diagram", choices=("text", "mermaid", "none"), default="text", help="how to show the lifecycle")
+    explain.set_defaults(func=cmd_explain)
+
+    render_job = sub.add_parser(
+        "render-job",
+        help="print the Job and Secret a Task would produce, from local YAML files (no cluster)",
+    )
+    render_job.add_argument("files", nargs="+", help="YAML files with the Task, Function, Workflow and optionally TaskTemplate, MediaLocations, Secrets")
+    render_job.add_argument("--task", help="Task name when the files hold several")
+    render_job.add_argument("--namespace", default="default", help="namespace for objects without one")
+    render_job.add_argument("--show-secrets", action="store_true", help="print the helper data unmasked")
+    render_job.set_defaults(func=cmd_render_job)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
