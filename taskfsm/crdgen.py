@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import re
 import sys
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
+from pydantic import BaseModel
 
 from taskfsm.api.kinds import RESOURCE_MODELS
 from taskfsm.api.resource import ApiObject
@@ -159,11 +161,21 @@ def check_structural(node: Mapping[str, Any], path: str = "") -> None:
         check_structural(node["additionalProperties"], f"{path}{{}}")
 
 
-def openapi_schema(model: type[ApiObject]) -> dict[str, Any]:
-    """The structural ``openAPIV3Schema`` of ``model``; raises ``SchemaError`` if it cannot be."""
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of any model with references inlined and ``X | None`` collapsed.
+
+    For resource kinds use ``openapi_schema``, which also fixes the top level and checks the
+    result is structural.
+    """
     raw = model.model_json_schema(by_alias=True, mode="validation")
     schema = _resolve(raw, raw.get("$defs", {}), "")
     schema.pop("$defs", None)
+    return schema
+
+
+def openapi_schema(model: type[ApiObject]) -> dict[str, Any]:
+    """The structural ``openAPIV3Schema`` of ``model``; raises ``SchemaError`` if it cannot be."""
+    schema = model_schema(model)
     properties = schema["properties"]
     properties["apiVersion"] = {"type": "string", "description": "APIVersion of this object."}
     properties["kind"] = {"type": "string", "description": "Kind of this object."}
@@ -205,7 +217,12 @@ def crd_document(model: type[ApiObject]) -> dict[str, Any]:
 
 def crd_documents() -> list[dict[str, Any]]:
     """The CRDs of all ten kinds (``taskfsm.api.kinds.RESOURCE_MODELS`` order), as fresh dicts."""
-    return [copy.deepcopy(crd_document(model)) for model in RESOURCE_MODELS]
+    return copy.deepcopy(_generated())
+
+
+@functools.cache
+def _generated() -> list[dict[str, Any]]:
+    return [crd_document(model) for model in RESOURCE_MODELS]
 
 
 def crd_file_name(document: Mapping[str, Any]) -> str:

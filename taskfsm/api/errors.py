@@ -87,8 +87,9 @@ def describe_validation_error(error: ValidationError, *, prefix: str = "") -> st
     """
     lines = []
     for item in error.errors(include_url=False):
-        loc = ([prefix] if prefix else []) + list(item["loc"])
-        path = format_field_path(loc)
+        path = format_field_path(item["loc"])
+        if prefix:
+            path = prefix + ("" if not path or path.startswith("[") else ".") + path
         problem = describe_problem(item)
         lines.append(f"{path}: {problem}" if path else problem)
     return "; ".join(lines)

@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from taskfsm.api.base import K8sModel
 from taskfsm.api.config import NatsConfiguration
@@ -42,6 +42,13 @@ _GO_HTML_ESCAPES = {
     "\u2029": "\\u2029",
 }
 _GO_HTML_ESCAPE_TABLE = str.maketrans(_GO_HTML_ESCAPES)
+
+
+def _none_if_empty(value: Any) -> Any:
+    """Empty ``config``/``humanReadable`` mean the same as absent ones: hold ``None``."""
+    if isinstance(value, HumanReadableDescription):
+        return None if value.is_empty() else value
+    return value or None
 
 
 def _without_empty(data: dict[str, Any], keep_null: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -67,6 +74,8 @@ class HelperWorkflow(K8sModel):
     config: StringMap | None = None
     """The Workflow's ``spec.config``."""
 
+    _empty_is_absent = field_validator("human_readable", "config")(_none_if_empty)
+
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_empty(handler(self))
@@ -86,6 +95,8 @@ class HelperTask(K8sModel):
     config: StringMap | None = None
     """The merged configuration (Function < TaskTemplate < Task, decisions.md D2)."""
 
+    _empty_is_absent = field_validator("human_readable", "config")(_none_if_empty)
+
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_empty(handler(self), keep_null=("inputs", "outputs"))
@@ -102,7 +113,7 @@ class HelperNats(K8sModel):
 class HelperSystem(K8sModel):
     """``system`` of the payload."""
 
-    nats: HelperNats = Field(default_factory=HelperNats)
+    nats: HelperNats = Field(default_factory=HelperNats, json_schema_extra={"default": {}})
 
 
 class WorkflowManagerHelperData(K8sModel):
@@ -116,10 +127,10 @@ class WorkflowManagerHelperData(K8sModel):
     workflow: HelperWorkflow
     task: HelperTask
     media_locations: dict[str, MediaLocationSpec] = Field(
-        default_factory=dict, alias="mediaLocations"
+        default_factory=dict, alias="mediaLocations", json_schema_extra={"default": {}}
     )
     """Workflow media locations by name, with resolved secret references."""
-    system: HelperSystem = Field(default_factory=HelperSystem)
+    system: HelperSystem = Field(default_factory=HelperSystem, json_schema_extra={"default": {}})
 
     @classmethod
     def build(
