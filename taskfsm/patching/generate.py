@@ -70,7 +70,7 @@ def find_swagger(*, offline: bool = False) -> tuple[Path, str]:
         raise SwaggerNotFoundError(f"'go' is not on PATH. {how}")
     if not (CONTROLPLANE_DIR / "go.mod").is_file():
         raise SwaggerNotFoundError(f"{CONTROLPLANE_DIR}/go.mod not found. {how}")
-    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod")
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=readonly")
     if offline:
         env["GOPROXY"] = "off"
     proc = subprocess.run(

@@ -27,12 +27,18 @@ from taskfsm.patching.values import (
 
 Path = tuple[PathPart, ...]
 
+def _is_integer(value: Any) -> bool:
+    # Integral floats (60.0) are refused on purpose: the merged template is later sent as JSON to
+    # create the Job, and the API server's JSON decoder rejects 60.0 for an integer field.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 _SCALAR_CHECKS = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "integer": _is_integer,
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
-    "int-or-string": lambda v: isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
+    "int-or-string": lambda v: isinstance(v, str) or _is_integer(v),
     "quantity": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
 }
 
@@ -76,7 +82,8 @@ def _check_map(patch: dict[str, Any], shape: Shape | None, path: Path) -> None:
         if key == PATCH:
             continue
         if key == RETAIN_KEYS:
-            _check_retain_keys(patch, value, here)
+            if PATCH not in patch:  # "$patch" takes precedence; Kubernetes never looks further
+                _check_retain_keys(patch, value, here)
         elif key.startswith(SET_ORDER):
             _check_set_order(patch, key[len(SET_ORDER):], value, shape, here)
         elif key.startswith(DELETE_FROM):
