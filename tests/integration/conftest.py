@@ -67,3 +67,52 @@ def controller(api_client: client.ApiClient, namespace: str, crds: list[str]) ->
     ctl = Controller(api_client, settings).start()
     yield ctl
     ctl.stop()
+
+
+# -- issue 5: reconcile tests (probes, cluster-scoped objects, controllers built per test) -------
+
+from collections.abc import Callable  # noqa: E402
+
+from taskfsm.testing.probes import ClusterScoped, Probe  # noqa: E402
+
+
+@pytest.fixture
+def probe(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Probe:
+    """Plain-dict reads (Jobs, Secrets, payloads, Events) and test-side Job status writes."""
+    return Probe(api_client, namespace)
+
+
+@pytest.fixture
+def cluster_scoped(api_client: client.ApiClient, crds: list[str]) -> Iterator[ClusterScoped]:
+    """Cluster-scoped nagare objects created by the test, removed (finalizers first) after it."""
+    tracker = ClusterScoped(api_client)
+    yield tracker
+    tracker.cleanup()
+
+
+@pytest.fixture
+def controller_factory(
+    api_client: client.ApiClient, namespace: str, crds: list[str]
+) -> Iterator[Callable[..., Controller]]:
+    """Build and start a Controller for the test's namespace; ``rest_factory`` and Settings
+    fields may be overridden. Every controller built is stopped after the test."""
+    built: list[Controller] = []
+
+    def make(*, rest_factory: Any = None, start: bool = True, **overrides: Any) -> Controller:
+        options: dict[str, Any] = {
+            "namespace": namespace,
+            "metrics_address": None,
+            "health_address": None,
+            "resync_seconds": 30,
+            "watch_timeout": 20,
+            "read_margin": 10,
+            "shutdown_timeout": 5,
+            **overrides,
+        }
+        ctl = Controller(api_client, Settings(**options), rest_factory=rest_factory)
+        built.append(ctl)
+        return ctl.start() if start else ctl
+
+    yield make
+    for ctl in reversed(built):
+        ctl.stop()
