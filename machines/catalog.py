@@ -1,18 +1,25 @@
-"""A plain-data catalogue of the lifecycle statechart, read from its class.
+"""A plain-data catalogue of a lifecycle statechart, read from its class.
 
 Where this sits in the flow: the diagrams and `docs/lifecycle.md` (`machines.render`), the
 driver's record of which transitions a pass took (`machines.driver`) and the scenario tests'
-transition coverage all need the chart as data. This module reads it once from
-`machines.task.TaskLifecycle`, through the library's public state and transition objects,
-so no copy of the chart exists anywhere else.
+transition coverage all need the chart as data. This module reads it once from the chart
+class (`machines.task.TaskLifecycle` unless told otherwise, e.g.
+`machines.workflow.WorkflowLifecycle`), through the library's public state and transition
+objects, so no copy of a chart exists anywhere else.
+
+Every function takes the chart class as `machine`. A state's `status.phase` comes from the
+`STATE_PHASES` mapping (state id → phase) of the module that defines the chart.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from statemachine import StateChart
 from statemachine.transition import Transition
 
 from machines.task import STATE_PHASES, TaskLifecycle
@@ -88,9 +95,16 @@ def _key(source: str, event: str, guards: tuple[str, ...], target: str | None) -
     return f"{source} --{event or '(eventless)'}{guard_text}--> {target or '(stays)'}"
 
 
-def transition_key(transition: Transition) -> str:
-    """Return the stable key of a chart transition (what coverage counts)."""
-    known = _keys_by_identity().get(id(transition))
+def _state_phases(machine: type[StateChart]) -> Mapping[str, str]:
+    """The `STATE_PHASES` of the module defining `machine` (empty when it has none)."""
+    if machine is TaskLifecycle:
+        return STATE_PHASES
+    return getattr(sys.modules[machine.__module__], "STATE_PHASES", {})
+
+
+def transition_key(transition: Transition, machine: type[StateChart] = TaskLifecycle) -> str:
+    """Return the stable key of a transition of `machine` (what coverage counts)."""
+    known = _keys_by_identity(machine).get(id(transition))
     if known is not None:
         return known
     target = transition.target.id if transition.target else None
@@ -98,39 +112,40 @@ def transition_key(transition: Transition) -> str:
 
 
 @functools.cache
-def states() -> tuple[StateInfo, ...]:
+def states(machine: type[StateChart] = TaskLifecycle) -> tuple[StateInfo, ...]:
     """Every state in document order (parents before children)."""
+    phases = _state_phases(machine)
     return tuple(
         StateInfo(
             id=state.id,
             name=str(state.name),
             parent=state.parent.id if state.parent else None,
-            phase=STATE_PHASES.get(state.id),
+            phase=phases.get(state.id),
             entry=_names(state.enter),
             final=state.final,
             compound=bool(state.states),
         )
-        for state in TaskLifecycle.states_map.values()
+        for state in machine.states_map.values()
     )
 
 
-def _chart_transitions() -> list[Transition]:
+def _chart_transitions(machine: type[StateChart]) -> list[Transition]:
     # A compound state's default entry is an `initial` transition too; it is structure
     # (drawn as the start marker), never taken by a pass, so it is not catalogued.
     return [
         t
-        for state in TaskLifecycle.states_map.values()
+        for state in machine.states_map.values()
         for t in state.transitions
         if not t.initial
     ]
 
 
 @functools.cache
-def transitions() -> tuple[TransitionInfo, ...]:
+def transitions(machine: type[StateChart] = TaskLifecycle) -> tuple[TransitionInfo, ...]:
     """Every transition, grouped by source state in document order, in priority order."""
     out = []
     seen: dict[tuple[str, str], int] = {}
-    for t in _chart_transitions():
+    for t in _chart_transitions(machine):
         source, event = t.source.id, _event(t)
         rank = seen[(source, event)] = seen.get((source, event), 0) + 1
         target = t.target.id if t.target else None
@@ -151,24 +166,25 @@ def transitions() -> tuple[TransitionInfo, ...]:
 
 
 @functools.cache
-def _keys_by_identity() -> dict[int, str]:
+def _keys_by_identity(machine: type[StateChart]) -> dict[int, str]:
     return {
-        id(t): info.key for t, info in zip(_chart_transitions(), transitions(), strict=True)
+        id(t): info.key
+        for t, info in zip(_chart_transitions(machine), transitions(machine), strict=True)
     }
 
 
-def events() -> tuple[str, ...]:
+def events(machine: type[StateChart] = TaskLifecycle) -> tuple[str, ...]:
     """Every event the chart reacts to, in first-use order (`""` excluded)."""
-    return tuple(dict.fromkeys(t.event for t in transitions() if t.event))
+    return tuple(dict.fromkeys(t.event for t in transitions(machine) if t.event))
 
 
-def guard_names() -> frozenset[str]:
+def guard_names(machine: type[StateChart] = TaskLifecycle) -> frozenset[str]:
     """Every guard name the chart uses (without `not`)."""
-    return frozenset(g.removeprefix("not ") for t in transitions() for g in t.guards)
+    return frozenset(g.removeprefix("not ") for t in transitions(machine) for g in t.guards)
 
 
-def action_names() -> frozenset[str]:
+def action_names(machine: type[StateChart] = TaskLifecycle) -> frozenset[str]:
     """Every action name the chart uses: transition effects and verdicts, state entries."""
-    names = {a for t in transitions() for a in t.effects + t.verdicts}
-    names.update(a for s in states() for a in s.entry)
+    names = {a for t in transitions(machine) for a in t.effects + t.verdicts}
+    names.update(a for s in states(machine) for a in s.entry)
     return frozenset(names)

@@ -1,21 +1,26 @@
-"""Text renderings of the lifecycle: Mermaid, Graphviz DOT and Markdown tables.
+"""Text renderings of a lifecycle: Mermaid, Graphviz DOT and Markdown tables.
 
 Where this sits in the flow: `machines.render` writes these to `diagrams/` and into the
-generated blocks of `docs/lifecycle.md`; the freshness test renders them again in memory and
-compares. Everything is built from `machines.catalog`, so guards and actions appear exactly
-as the chart names them, and the output is deterministic (no object ids, unlike the
-library's own DOT renderer, which also needs pydot and shows no actions on edges).
+generated blocks of `docs/lifecycle.md` (and `docs/workflow-lifecycle.md`); the freshness
+tests render them again in memory and compare. Everything is built from `machines.catalog`,
+so guards and actions appear exactly as the chart names them, and the output is
+deterministic (no object ids, unlike the library's own DOT renderer, which also needs pydot
+and shows no actions on edges).
 
-Both diagram renderers take `highlight`, a state id or a phase, to mark one state (the
-CLI's `explain` command uses it to show where a Task is).
+Every renderer takes `chart`, a `Chart` describing which statechart to draw: `TASK` (the
+default) or another built the same way (`machines.workflow_render.CHART`). Both diagram
+renderers take `highlight`, a state id or a phase, to mark one state (the CLI's `explain`
+command uses it to show where a Task or Workflow is).
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import graphviz
+from statemachine import StateChart
 
 from machines import catalog
 from machines.catalog import StateInfo, TransitionInfo
@@ -27,7 +32,42 @@ HIGHLIGHT_FILL = "#40E0D0"
 _INDENT = "    "
 
 
-def resolve_state(name: str | None) -> str | None:
+@dataclass(frozen=True)
+class Chart:
+    """What the renderers need to know about one lifecycle statechart.
+
+    Attributes:
+        machine: the chart class.
+        phase_states: `status.phase` → state id (`""` for the state of a new object).
+        title: the DOT graph label, e.g. `Task lifecycle (machines/task.py)`.
+        model: the protocol whose documented methods are the guards and effects.
+        guard_names: every guard of `model`, in declaration order.
+        effect_names: every effect of `model`, in declaration order.
+        field_docs: returns `(name, type, doc)` for every observation field.
+    """
+
+    machine: type[StateChart]
+    phase_states: Mapping[str, str]
+    title: str
+    model: type
+    guard_names: tuple[str, ...]
+    effect_names: tuple[str, ...]
+    field_docs: Callable[[], list[tuple[str, str, str]]]
+
+
+TASK = Chart(
+    machine=TaskLifecycle,
+    phase_states=PHASE_STATES,
+    title="Task lifecycle (machines/task.py)",
+    model=TaskLifecycleModel,
+    guard_names=GUARD_NAMES,
+    effect_names=EFFECT_NAMES,
+    field_docs=field_docs,
+)
+"""The Task lifecycle, the default of every renderer."""
+
+
+def resolve_state(name: str | None, chart: Chart = TASK) -> str | None:
     """Map a state id, state name or `status.phase` to a state id; None stays None.
 
     Raises:
@@ -35,9 +75,9 @@ def resolve_state(name: str | None) -> str | None:
     """
     if name is None:
         return None
-    if name in PHASE_STATES:
-        return PHASE_STATES[name]
-    for state in catalog.states():
+    if name in chart.phase_states:
+        return chart.phase_states[name]
+    for state in catalog.states(chart.machine):
         if name in (state.id, state.name):
             return state.id
     raise ValueError(f"unknown state or phase {name!r}")
@@ -49,25 +89,26 @@ def _display_name(state: StateInfo) -> str:
     return state.name
 
 
-def _children(parent: str | None) -> list[StateInfo]:
-    return [s for s in catalog.states() if s.parent == parent]
+def _children(parent: str | None, chart: Chart) -> list[StateInfo]:
+    return [s for s in catalog.states(chart.machine) if s.parent == parent]
 
 
-def _initial_path() -> set[str]:
-    """States a new Task enters by default (Live, Active, New); only they get a start marker.
+def _initial_path(chart: Chart) -> list[str]:
+    """States a new object enters by default, outermost first (for the Task: Live, Active,
+    New); only they get a start marker.
 
     The library also gives Terminated an implicit initial child, but nothing ever enters
     Terminated by default, so drawing that marker would mislead.
     """
-    path, state = set(), TaskLifecycle.initial_state
+    path, state = [], chart.machine.initial_state
     while state is not None:
-        path.add(state.id)
+        path.append(state.id)
         state = next((child for child in state.states if child.initial), None)
     return path
 
 
-def _ancestors(state_id: str) -> list[str]:
-    by_id = {s.id: s for s in catalog.states()}
+def _ancestors(state_id: str, chart: Chart) -> list[str]:
+    by_id = {s.id: s for s in catalog.states(chart.machine)}
     chain, current = [], by_id[state_id].parent
     while current is not None:
         chain.append(current)
@@ -75,26 +116,30 @@ def _ancestors(state_id: str) -> list[str]:
     return chain
 
 
-def _scope(t: TransitionInfo) -> str | None:
+def _scope(t: TransitionInfo, chart: Chart) -> str | None:
     """The innermost compound state containing both ends: where Mermaid must draw the edge."""
     assert t.target is not None
-    target_chain = [t.target, *_ancestors(t.target)]
-    for candidate in _ancestors(t.source):
+    target_chain = [t.target, *_ancestors(t.target, chart)]
+    for candidate in _ancestors(t.source, chart):
         if candidate in target_chain and candidate not in (t.source, t.target):
             return candidate
     return None
 
 
-def _internal_lines(state: StateInfo) -> list[str]:
+def _internal_lines(state: StateInfo, chart: Chart) -> list[str]:
     lines = [f"entry / {', '.join(state.entry)}"] if state.entry else []
-    lines += [t.label for t in catalog.transitions() if t.source == state.id and t.target is None]
+    lines += [
+        t.label
+        for t in catalog.transitions(chart.machine)
+        if t.source == state.id and t.target is None
+    ]
     return lines
 
 
 # Mermaid ------------------------------------------------------------------------------------
 
 
-def render_mermaid(highlight: str | None = None) -> str:
+def render_mermaid(highlight: str | None = None, chart: Chart = TASK) -> str:
     """Return the chart as Mermaid `stateDiagram-v2` source.
 
     Targetless transitions and entry actions of atomic states are state descriptions; those
@@ -103,37 +148,37 @@ def render_mermaid(highlight: str | None = None) -> str:
     Raises:
         ValueError: if `highlight` names no state or phase.
     """
-    marked = resolve_state(highlight)
+    marked = resolve_state(highlight, chart)
     lines = ["stateDiagram-v2", f"{_INDENT}direction TB"]
-    lines += _mermaid_scope(None, 1)
+    lines += _mermaid_scope(None, 1, chart)
     if marked is not None:
         lines.append(f"{_INDENT}classDef highlighted fill:{HIGHLIGHT_FILL},stroke:#333")
         lines.append(f"{_INDENT}class {marked} highlighted")
     return "\n".join(lines) + "\n"
 
 
-def _mermaid_scope(parent: str | None, depth: int) -> list[str]:
+def _mermaid_scope(parent: str | None, depth: int, chart: Chart) -> list[str]:
     pad = _INDENT * depth
     lines: list[str] = []
-    children = _children(parent)
-    initial = next((s for s in children if s.id in _initial_path()), None)
+    children = _children(parent, chart)
+    initial = next((s for s in children if s.id in _initial_path(chart)), None)
     if initial is not None:
         lines.append(f"{pad}[*] --> {initial.id}")
     for state in children:
         if state.compound:
             lines.append(f'{pad}state "{_display_name(state)}" as {state.id} {{')
-            lines += _mermaid_scope(state.id, depth + 1)
+            lines += _mermaid_scope(state.id, depth + 1, chart)
             lines.append(f"{pad}}}")
-            notes = _internal_lines(state)
+            notes = _internal_lines(state, chart)
             if notes:
                 lines.append(f"{pad}note right of {state.id}")
                 lines += [f"{pad}{_INDENT}{note}" for note in notes]
                 lines.append(f"{pad}end note")
         else:
             lines.append(f'{pad}state "{_display_name(state)}" as {state.id}')
-            lines += [f"{pad}{state.id} : {text}" for text in _internal_lines(state)]
-    for t in catalog.transitions():
-        if t.target is not None and _scope(t) == parent:
+            lines += [f"{pad}{state.id} : {text}" for text in _internal_lines(state, chart)]
+    for t in catalog.transitions(chart.machine):
+        if t.target is not None and _scope(t, chart) == parent:
             label = f" : {t.label}" if t.label else ""
             lines.append(f"{pad}{t.source} --> {t.target}{label}")
     lines += [f"{pad}{s.id} --> [*]" for s in children if s.final]
@@ -154,17 +199,17 @@ def _anchor(state_id: str) -> str:
     return f"{state_id}__anchor"
 
 
-def render_dot(highlight: str | None = None) -> str:
+def render_dot(highlight: str | None = None, chart: Chart = TASK) -> str:
     """Return the chart as Graphviz DOT source (compound states as clusters).
 
     Raises:
         ValueError: if `highlight` names no state or phase.
     """
-    marked = resolve_state(highlight)
+    marked = resolve_state(highlight, chart)
     graph = graphviz.Digraph(
-        TaskLifecycle.__name__,
+        chart.machine.__name__,
         graph_attr={
-            "label": "Task lifecycle (machines/task.py)",
+            "label": chart.title,
             "labelloc": "t",
             "fontname": "Helvetica",
             "rankdir": "TB",
@@ -177,10 +222,10 @@ def render_dot(highlight: str | None = None) -> str:
     )
     graph.node("__start", label="", shape="circle", style="filled", fillcolor="black",
                width="0.15", height="0.15", fixedsize="true")
-    _dot_scope(graph, None, marked)
-    graph.edge("__start", "new")
-    by_id = {s.id: s for s in catalog.states()}
-    for t in catalog.transitions():
+    _dot_scope(graph, None, marked, chart)
+    graph.edge("__start", _initial_path(chart)[-1])
+    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    for t in catalog.transitions(chart.machine):
         if t.target is None:
             continue
         attrs: dict[str, str] = {}
@@ -197,13 +242,15 @@ def render_dot(highlight: str | None = None) -> str:
     return graph.source
 
 
-def _dot_scope(graph: graphviz.Digraph, parent: str | None, marked: str | None) -> None:
-    for state in _children(parent):
+def _dot_scope(
+    graph: graphviz.Digraph, parent: str | None, marked: str | None, chart: Chart
+) -> None:
+    for state in _children(parent, chart):
         fill = HIGHLIGHT_FILL if state.id == marked else "white"
         if state.compound:
             with graph.subgraph(name=f"cluster_{state.id}") as cluster:
                 cluster.attr(
-                    label=_html_lines(_display_name(state), _internal_lines(state)),
+                    label=_html_lines(_display_name(state), _internal_lines(state, chart)),
                     # Below the children: edges entering the cluster then never cross it.
                     labelloc="b",
                     style="rounded,filled",
@@ -212,11 +259,11 @@ def _dot_scope(graph: graphviz.Digraph, parent: str | None, marked: str | None) 
                 )
                 cluster.node(_anchor(state.id), label="", shape="point", style="invis",
                              width="0", height="0")
-                _dot_scope(cluster, state.id, marked)
+                _dot_scope(cluster, state.id, marked, chart)
         else:
             graph.node(
                 state.id,
-                label=_html_lines(_display_name(state), _internal_lines(state)),
+                label=_html_lines(_display_name(state), _internal_lines(state, chart)),
                 style="rounded,filled",
                 fillcolor=fill,
                 penwidth="3" if state.id == marked else "1.5",
@@ -227,12 +274,16 @@ def _dot_scope(graph: graphviz.Digraph, parent: str | None, marked: str | None) 
 # Markdown tables for docs/lifecycle.md ------------------------------------------------------
 
 
-def _source_name(state_id: str) -> str:
-    by_id = {s.id: s for s in catalog.states()}
+def _source_name(state_id: str, chart: Chart) -> str:
+    by_id = {s.id: s for s in catalog.states(chart.machine)}
     state = by_id[state_id]
     if not state.compound:
         return _display_name(state)
-    leaves = [s.name for s in catalog.states() if not s.compound and state_id in _ancestors(s.id)]
+    leaves = [
+        s.name
+        for s in catalog.states(chart.machine)
+        if not s.compound and state_id in _ancestors(s.id, chart)
+    ]
     return f"{state.name} (any of {', '.join(leaves)})"
 
 
@@ -240,22 +291,22 @@ def _code(items: Iterable[str]) -> str:
     return ", ".join(f"`{item}`" for item in items) or "-"
 
 
-def render_transition_table() -> str:
+def render_transition_table(chart: Chart = TASK) -> str:
     """Return every transition as a Markdown table, in priority order per source and event."""
-    by_id = {s.id: s for s in catalog.states()}
+    by_id = {s.id: s for s in catalog.states(chart.machine)}
     rows = [
         "| Source | # | Event | Guards (all must hold) | Target | Effects (model) | Verdicts |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for t in catalog.transitions():
+    for t in catalog.transitions(chart.machine):
         target = "(stays)" if t.target is None else _display_name(by_id[t.target])
         event = f"`{t.event}`" if t.event else "(eventless)"
         rows.append(
-            f"| {_source_name(t.source)} | {t.rank} | {event} | {_code(t.guards)} | {target}"
+            f"| {_source_name(t.source, chart)} | {t.rank} | {event} | {_code(t.guards)} | {target}"
             f" | {_code(t.effects)} | {_code(t.verdicts)} |"
         )
     entries = "; ".join(
-        f"{_display_name(s)}: {_code(s.entry)}" for s in catalog.states() if s.entry
+        f"{_display_name(s)}: {_code(s.entry)}" for s in catalog.states(chart.machine) if s.entry
     )
     rows += ["", f"Entry actions: {entries}."]
     return "\n".join(rows) + "\n"
@@ -265,19 +316,19 @@ def _first_line(doc: str | None) -> str:
     return (doc or "").strip().splitlines()[0] if doc else ""
 
 
-def render_contract_tables() -> str:
+def render_contract_tables(chart: Chart = TASK) -> str:
     """Return the observation fields, guards and effects as Markdown tables."""
     rows = ["| Observation field | Type | Meaning |", "| --- | --- | --- |"]
-    rows += [f"| `{name}` | `{type_}` | {doc} |" for name, type_, doc in field_docs()]
+    rows += [f"| `{name}` | `{type_}` | {doc} |" for name, type_, doc in chart.field_docs()]
     rows += ["", "| Guard | Question |", "| --- | --- |"]
     rows += [
-        f"| `{name}` | {_first_line(getattr(TaskLifecycleModel, name).__doc__)} |"
-        for name in GUARD_NAMES
+        f"| `{name}` | {_first_line(getattr(chart.model, name).__doc__)} |"
+        for name in chart.guard_names
     ]
     rows += ["", "| Effect | What the model does |", "| --- | --- |"]
     rows += [
-        f"| `{name}` | {_first_line(getattr(TaskLifecycleModel, name).__doc__)} |"
-        for name in EFFECT_NAMES
+        f"| `{name}` | {_first_line(getattr(chart.model, name).__doc__)} |"
+        for name in chart.effect_names
     ]
     return "\n".join(rows) + "\n"
 
