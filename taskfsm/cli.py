@@ -34,6 +34,7 @@ def _api_client(args: argparse.Namespace):  # noqa: ANN202 - kubernetes type
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Run until SIGTERM/SIGINT (exit 0 after a graceful stop) or a lost Lease (exit 1)."""
     from taskfsm import logs
     from taskfsm.api.config import WorkflowManagerConfiguration
     from taskfsm.controller import Controller, Settings
@@ -54,14 +55,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         lease_namespace=args.leader_election_namespace or os.environ.get("POD_NAMESPACE", "default"),
         lease_name=args.leader_election_id,
         resync_seconds=args.resync_period,
+        watch_timeout=args.watch_timeout,
+        read_margin=args.watch_read_margin,
+        shutdown_timeout=args.shutdown_timeout,
+        cache_sync_timeout=args.cache_sync_timeout,
+        identity=args.leader_election_identity or "",
         nats=nats,
     )
     controller = Controller(_api_client(args), settings)
+    # The handler only asks for the stop; the main thread performs it (bounded, see Settings).
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: controller.stop())
-    controller.start()
+        signal.signal(sig, lambda *_: controller.request_stop())
+    try:
+        controller.start()
+    except TimeoutError as exc:
+        print(f"taskfsm: {exc}", file=sys.stderr)
+        controller.stop()
+        return 1
     print(f"taskfsm: controller running (workers={settings.workers}, leader election={'on' if leader_elect else 'off'})", file=sys.stderr)
     controller.wait()
+    print("taskfsm: stopping", file=sys.stderr)
+    controller.stop()
     return 1 if controller.lost_leadership.is_set() else 0
 
 
@@ -122,7 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-leader-elect", "--local", dest="leader_elect", action="store_false", help="no leader election")
     run.add_argument("--leader-election-namespace", help="namespace of the Lease (default: $POD_NAMESPACE or default)")
     run.add_argument("--leader-election-id", default="taskfsm-task-controller", help="name of the Lease")
+    run.add_argument("--leader-election-identity", help="this replica's Lease holder identity (default: host name and a random suffix)")
     run.add_argument("--resync-period", type=float, default=300.0, help="seconds between reconciles of a Task with a Job, without events")
+    run.add_argument("--watch-timeout", type=float, default=240.0, help="server-side watch duration in seconds (default 240)")
+    run.add_argument("--watch-read-margin", type=float, default=30.0, help="seconds past the watch timeout before a silent connection counts as dead (default 30)")
+    run.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds in-flight reconciles get on SIGTERM (default 30)")
+    run.add_argument("--cache-sync-timeout", type=float, default=120.0, help="seconds to wait for the first lists before giving up (default 120)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--log-level", default="INFO")
     run.set_defaults(func=cmd_run)

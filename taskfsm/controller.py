@@ -61,6 +61,8 @@ class Settings:
     watch_timeout: float = 240.0
     """Server-side watch duration (s); a dead connection is noticed within this + ``read_margin``."""
     read_margin: float = 30.0
+    watch_max_backoff: float = 30.0
+    """Cap (s) on the wait before re-opening a failing watch (jittered to 0.5–1.5×)."""
     metrics_address: str | None = ":8080"
     """``host:port`` for /metrics; None disables it."""
     health_address: str | None = ":8081"
@@ -102,7 +104,11 @@ class Controller:
 
         self.rest_factory = rest_factory or default_factory
         self.rest = self.rest_factory(api_client)
-        informer_options = {"watch_timeout": self.settings.watch_timeout, "read_margin": self.settings.read_margin}
+        informer_options = {
+            "watch_timeout": self.settings.watch_timeout,
+            "read_margin": self.settings.read_margin,
+            "max_backoff": self.settings.watch_max_backoff,
+        }
         self.caches = Caches(self.rest, namespace=self.settings.namespace, informer_options=informer_options)
         self.events = EventRecorder(self.rest)
         self.queue = WorkQueue(metrics=self._queue_metrics(CONTROLLER))
@@ -132,7 +138,9 @@ class Controller:
         )
         self._threads: list[threading.Thread] = []
         self._servers: list[EndpointServer] = []
+        self._stop_requested = threading.Event()
         self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
         self.leading = threading.Event()
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
@@ -145,7 +153,8 @@ class Controller:
     def start(self) -> Controller:
         """Start caches, endpoints and (once leading, or at once without election) the workers.
 
-        Raises ``TimeoutError`` when the caches do not sync within ``cache_sync_timeout``.
+        Returns early when a stop is requested meanwhile. Raises ``TimeoutError`` when the
+        caches do not sync within ``cache_sync_timeout``.
         """
         s = self.settings
         self.caches.start()
@@ -155,9 +164,16 @@ class Controller:
         ):
             if address:
                 self._servers.append(EndpointServer(address, registry=registry, ready=ready).start())
-        if not self.caches.wait_synced(s.cache_sync_timeout):
-            raise TimeoutError(f"caches did not sync within {s.cache_sync_timeout:.0f}s")
+        deadline = time.monotonic() + s.cache_sync_timeout
+        while not self.caches.synced():
+            if self._stop_requested.is_set():
+                return self
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"caches did not sync within {s.cache_sync_timeout:.0f}s")
+            time.sleep(0.05)
+        log.info("caches synced")
         if s.leader_election:
+            self.metrics.leader.labels(s.lease_name).set(0)
             identity = s.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
             self.elector = LeaderElector(
                 self.api_client,
@@ -173,6 +189,8 @@ class Controller:
         return self
 
     def _start_workers(self) -> None:
+        if self._stop_requested.is_set():
+            return
         self.leading.set()
         self.metrics.leader.labels(self.settings.lease_name).set(1)
         for kind in MPE_KINDS:
@@ -192,31 +210,42 @@ class Controller:
     def _on_lost_leadership(self) -> None:
         self.lost_leadership.set()
         self.metrics.leader.labels(self.settings.lease_name).set(0)
-        self.stop()
+        self.request_stop()
 
-    def stop(self) -> None:
-        """Graceful shutdown: stop taking work, let in-flight reconciles finish (bounded),
-        release the Lease, stop watches and endpoints."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
+    def request_stop(self) -> None:
+        """Stop taking work now (safe from a signal handler); :meth:`stop` finishes the shutdown."""
+        self._stop_requested.set()
         self.queue.shutdown()
         self.mpe_queue.shutdown()
-        deadline = time.monotonic() + self.settings.shutdown_timeout
-        for thread in self._threads:
-            if thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
-        if self.elector is not None:
-            self.elector.release()
-        self.metrics.leader.labels(self.settings.lease_name).set(0)
-        self.registry.stop()
-        self.caches.stop()
-        for server in self._servers:
-            server.stop()
 
-    def wait(self) -> None:
-        """Block until :meth:`stop` was called (by a signal handler or a lost Lease)."""
-        self._stopped.wait()
+    def stop(self) -> None:
+        """Graceful shutdown: stop taking work, let in-flight reconciles finish (bounded by
+        ``shutdown_timeout``; the rest are abandoned), release the Lease, stop watches and
+        endpoints. Idempotent; a second caller returns once the first has finished."""
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            self.request_stop()
+            deadline = time.monotonic() + self.settings.shutdown_timeout
+            for thread in list(self._threads):
+                if thread is not threading.current_thread():
+                    thread.join(max(0.0, deadline - time.monotonic()))
+            busy = [t.name for t in self._threads if t.is_alive() and t is not threading.current_thread()]
+            if busy:
+                log.warning("shutdown timeout: abandoning in-flight reconciles", extra={"workers": busy})
+            if self.elector is not None:
+                self.elector.release()
+            self.metrics.leader.labels(self.settings.lease_name).set(0)
+            self.registry.stop()
+            self.caches.stop()
+            for server in self._servers:
+                server.stop()
+            self._stopped.set()
+            log.info("controller stopped")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until a stop is requested (signal, lost Lease, :meth:`stop`); False on timeout."""
+        return self._stop_requested.wait(timeout)
 
     @property
     def endpoint_ports(self) -> list[int]:
@@ -249,6 +278,9 @@ class Controller:
                 return
             if key is None:
                 continue
+            if self._stop_requested.is_set():  # shutting down: take no new work
+                queue.done(key)
+                return
             if track_active:
                 self.metrics.active_workers.labels(CONTROLLER).inc()
             logs.bind(key=key, reconcile_id=uuid.uuid4().hex[:12])

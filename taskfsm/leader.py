@@ -4,9 +4,14 @@ Only the leader runs reconcile workers; followers keep warm caches and take over
 expires (15 s lease, 10 s renew deadline, 2 s retry, as controller-runtime). What this wraps:
 
 * the client's ``LeaseLock`` talks through the process-global default client; here it gets the
-  controller's own ``ApiClient``;
+  controller's own ``ApiClient`` behind :class:`_LeaseApi`, which adds a request timeout (a dead
+  connection must not stall renewals past the renew deadline, F5) and turns transport errors into
+  ``ApiException`` (the client's election loop only catches those: a refused connection used to
+  kill the election thread silently while the replica went on leading);
 * it never releases the Lease; :meth:`LeaderElector.release` clears the holder on graceful
-  shutdown, so a successor takes over at once instead of after the lease duration;
+  shutdown, so a successor takes over at once instead of after the lease duration. From then on
+  the lock refuses to write, so the client's renew loop (which cannot be stopped) cannot take
+  the released Lease back before the process exits;
 * losing the Lease calls ``on_stopped`` (the controller then exits, like controller-runtime).
 """
 
@@ -16,7 +21,11 @@ import logging
 import threading
 from collections.abc import Callable
 
+from typing import Any
+
+import urllib3
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
@@ -24,6 +33,35 @@ from taskfsm.kube.errors import KubeError
 from taskfsm.kube.rest import LEASES, Rest
 
 log = logging.getLogger(__name__)
+
+LEASE_REQUEST_TIMEOUT = (2.0, 4.0)
+"""(connect, read) seconds for Lease requests: well inside the 10 s renew deadline."""
+
+
+class _LeaseApi:
+    """The three ``CoordinationV1Api`` calls ``LeaseLock`` makes, with a timeout, transport errors
+    as ``ApiException(status=0)``, and writes refused once ``stopping`` is set."""
+
+    def __init__(self, api_client: client.ApiClient, stopping: threading.Event) -> None:
+        self._api = client.CoordinationV1Api(api_client)
+        self._stopping = stopping
+
+    def _call(self, method: str, *, write: bool, **kwargs: Any) -> Any:
+        if write and self._stopping.is_set():
+            raise ApiException(status=0, reason="shutting down: not writing the Lease")
+        try:
+            return getattr(self._api, method)(_request_timeout=LEASE_REQUEST_TIMEOUT, **kwargs)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiException(status=0, reason=f"{type(exc).__name__}: {exc}") from None
+
+    def read_namespaced_lease(self, name: str, namespace: str) -> Any:
+        return self._call("read_namespaced_lease", write=False, name=name, namespace=namespace)
+
+    def create_namespaced_lease(self, namespace: str, body: Any) -> Any:
+        return self._call("create_namespaced_lease", write=True, namespace=namespace, body=body)
+
+    def replace_namespaced_lease(self, name: str, namespace: str, body: Any) -> Any:
+        return self._call("replace_namespaced_lease", write=True, name=name, namespace=namespace, body=body)
 
 
 class LeaderElector:
@@ -49,7 +87,7 @@ class LeaderElector:
         self._stopping = threading.Event()
         self._on_started, self._on_stopped = on_started, on_stopped
         lock = LeaseLock(name, namespace, identity)
-        lock.api_instance = client.CoordinationV1Api(api_client)
+        lock.api_instance = _LeaseApi(api_client, self._stopping)
         config = electionconfig.Config(
             lock,
             lease_duration=lease_duration,

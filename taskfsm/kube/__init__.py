@@ -3,5 +3,5 @@
 * ``errors``   -- ``ApiException`` and transport failures turned into our own exception types.
 * ``client``   -- ``ApiClient`` construction (kubeconfig file or dict, in-cluster).
 * ``rest``     -- dict-in, dict-out CRUD and patch calls on any resource, with request metrics.
-* ``informer`` -- list-then-watch caches built on the client's ``SharedInformer``.
+* ``informer`` -- list-then-watch caches: our own watch loop (resume, bookmarks, 410 relist).
 """

@@ -1,42 +1,57 @@
-"""List-then-watch caches of one resource, built on ``kubernetes.informer.SharedInformer``.
+"""List-then-watch caches of one resource: the controller's own watch loop (failure-modes.md F4–F6).
 
-The client's informer does the essential loop (list, watch from the list's resourceVersion,
-resume from the last seen resourceVersion, 410 Gone → relist and diff with synthesised DELETED
-events). This module wraps what it leaves out or gets wrong for a controller
-(failure-modes.md F4–F6):
+The loop (one daemon thread per :class:`Informer`):
 
-* plain dicts for every resource (its list path only understands typed list objects, so custom
-  resources came back empty);
-* a server-side watch timeout with jitter and a client read timeout just above it, so a dead TCP
-  connection is noticed within ``watch_timeout + read_margin`` seconds instead of never (F5);
-* bookmarks on, so a quiet watch keeps a fresh resourceVersion and resumes without a relist;
-* a jittered exponential backoff before re-opening a failing watch: the client's loop re-opens
-  immediately, which spins against an unreachable API server;
-* 410 from the watch request itself surfaces as the ``ApiException`` the client expects (→ relist);
-* ``managedFields`` dropped from cached objects (memory), ``has_synced`` and ``healthy`` flags for
-  readiness, and lookups by namespace/name and by labels.
+1. **list** the resource (a fresh read), replace the cache and diff against the previous contents:
+   ``DELETED`` for objects that vanished, ``ADDED`` for new ones, ``MODIFIED`` only for objects
+   whose resourceVersion changed (a relist after an outage therefore replays nothing that is
+   already known, and synthesises the deletes the watch missed, F4/F6);
+2. **watch** from the list's resourceVersion with bookmarks on, remembering the resourceVersion of
+   every event and bookmark, so a watch that ends (server timeout, broken connection) resumes
+   where it stopped without a relist;
+3. a server-side ``timeoutSeconds`` (jittered down to 80 % of ``watch_timeout``) and a client read
+   timeout ``read_margin`` seconds longer: a dead TCP connection that never sends another byte is
+   noticed within ``watch_timeout + read_margin`` seconds (F5; the client has no read timeout by
+   default);
+4. ``410 Gone`` (an expired resourceVersion, as an HTTP status or an in-stream ``ERROR`` event) →
+   relist at once, exactly once; no retry with the same version, no backoff (F6);
+5. any other failure → jittered exponential backoff (0.5 s doubling to ``max_backoff``) before the
+   next attempt, so an unreachable API server is not hammered; ``healthy`` is False from the
+   failure until a watch is open again (readiness, ``taskfsm_watch_healthy``).
+
+Why not ``kubernetes.informer.SharedInformer``: with plain dicts its watch never advances the
+resourceVersion (the model type cannot be derived from a dict-returning list function), so every
+reconnect replays all events since the first list and eventually turns into a 410 relist; and it
+retries a 410 once with the same version. The line splitting of the client's watch module is
+reused.
+
+Cached objects are plain dicts without ``managedFields``; callers must not mutate them.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-from kubernetes.informer import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, SharedInformer
+from kubernetes.watch.watch import iter_resp_lines
 
-from taskfsm.kube.errors import Gone, KubeError
+from taskfsm.kube.errors import Gone, KubeError, Unavailable
 from taskfsm.kube.rest import Resource, Rest
 
 log = logging.getLogger(__name__)
 
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+
 EventHandler = Callable[[str, dict[str, Any]], None]
 """Called on the informer thread with (``ADDED``/``MODIFIED``/``DELETED``, object dict)."""
+
+FIRST_BACKOFF = 0.5
+"""Seconds before the first retry of a failing list or watch (doubles per failure)."""
 
 
 class Informer:
@@ -47,9 +62,15 @@ class Informer:
         res: the resource to watch.
         namespace: one namespace, or None for all (or a cluster-scoped resource).
         label_selector: server-side filter, e.g. ``engine.nagare.media/task-name``.
-        watch_timeout: server-side watch duration in seconds (jittered up to +25 %).
+        watch_timeout: server-side watch duration in seconds (jittered down to 80 %).
         read_margin: extra seconds the client waits for bytes before declaring the stream dead.
-        max_backoff: cap in seconds on the wait before re-opening a failing watch.
+        max_backoff: cap in seconds on the wait before retrying a failing list or watch
+            (the actual wait is jittered to 0.5–1.5 times the capped value).
+        name: label for logs and metrics (default ``plural/namespace``).
+
+    Counters for operators and tests: ``relists`` (lists after the first), ``watches`` (watch
+    requests opened), ``failures`` (lists or watches that failed), ``last_failure`` (monotonic
+    time of the last failure) and ``last_error``.
     """
 
     def __init__(
@@ -73,18 +94,22 @@ class Informer:
         self.max_backoff = max_backoff
         self.name = name or f"{res.plural}/{namespace or '*'}"
         self._handlers: list[EventHandler] = []
+        self._store: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
         self._stopped = threading.Event()
-        self._failures = 0
+        self._synced = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._response: Any = None
+        self._consecutive_failures = 0
+        self.resource_version: str | None = None
+        """Where the next watch resumes; None forces a list first."""
         self.has_synced = False
         self.healthy = False
         self.last_error: str = ""
         self.relists = 0
-        self._informer = SharedInformer(list_func=self._list_or_watch, key_func=_key)
-        self._informer.add_event_handler(ADDED, self._on_added)
-        self._informer.add_event_handler(MODIFIED, self._on_modified)
-        self._informer.add_event_handler(DELETED, self._on_deleted)
-        self._informer.add_event_handler(BOOKMARK, self._on_bookmark)
-        self._informer.add_event_handler(ERROR, self._on_error)
+        self.watches = 0
+        self.failures = 0
+        self.last_failure: float | None = None
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -93,30 +118,39 @@ class Informer:
         self._handlers.append(handler)
 
     def start(self) -> Informer:
-        self._informer.start()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"informer-{self.name}", daemon=True)
+            self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop: close the open watch at once and wait (bounded) for the thread."""
         self._stopped.set()
-        self._informer.stop()
+        self._abort_stream()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
     def wait_synced(self, timeout: float) -> bool:
         """Block until the first list has filled the cache; False after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        while not self.has_synced and time.monotonic() < deadline and not self._stopped.is_set():
-            time.sleep(0.05)
+        while not self._synced.is_set() and not self._stopped.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._synced.wait(min(left, 0.1))
         return self.has_synced
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The cached object, or None. Callers must not mutate it."""
-        key = f"{namespace}/{name}" if namespace else name
-        obj: dict[str, Any] | None = self._informer.cache.get_by_key(key)
-        return obj
+        with self._lock:
+            return self._store.get(f"{namespace}/{name}" if namespace else name)
 
     def list(self, namespace: str | None = None, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
         """Cached objects, optionally restricted to a namespace and to exact label matches."""
+        with self._lock:
+            objects = list(self._store.values())
         out = []
-        for obj in self._informer.cache.list():
+        for obj in objects:
             meta = obj.get("metadata") or {}
             if namespace is not None and meta.get("namespace") != namespace:
                 continue
@@ -128,51 +162,117 @@ class Informer:
         return out
 
     def __len__(self) -> int:
-        return len(self._informer.cache.list_keys())
+        with self._lock:
+            return len(self._store)
 
-    # -- the list/watch function given to SharedInformer -----------------------------------------
+    # -- the loop --------------------------------------------------------------------------------
 
-    def _list_or_watch(self, **kwargs: Any) -> Any:
-        if kwargs.get("watch"):
-            return self._open_watch(kwargs.get("resource_version"))
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                if self.resource_version is None:
+                    self._relist()
+                self._watch()
+            except Gone as exc:
+                # The resourceVersion is too old (compacted, or older than the API server's watch
+                # cache): list again at once. Not a failure: the relist is the recovery.
+                log.info("watch expired; relisting", extra={"informer": self.name, "error": str(exc)[:200]})
+                self.resource_version = None
+            except Exception as exc:  # noqa: BLE001 - any failure: report, back off, retry
+                if self._stopped.is_set():
+                    break
+                self._failed(exc)
+                self._stopped.wait(self._backoff())
+
+    def _relist(self) -> None:
         body = self.rest.list(self.res, self.namespace, label_selector=self.label_selector)
         items = body.get("items") or []
+        fresh: dict[str, dict[str, Any]] = {}
         for item in items:
             # Lists omit apiVersion/kind on items; handlers and models want them.
             item.setdefault("apiVersion", self.res.api_version)
             item.setdefault("kind", self.res.kind)
             _slim(item)
+            fresh[_key(item)] = item
+        with self._lock:
+            old, self._store = self._store, fresh
+        for key, obj in old.items():
+            if key not in fresh:
+                self._dispatch(DELETED, obj)
+        for key, obj in fresh.items():
+            before = old.get(key)
+            if before is None:
+                self._dispatch(ADDED, obj)
+            elif _rv(before) != _rv(obj):
+                self._dispatch(MODIFIED, obj)
+        self.resource_version = (body.get("metadata") or {}).get("resourceVersion") or None
         if self.has_synced:
             self.relists += 1
         self.has_synced = True
+        self._synced.set()
         self._mark_healthy()
-        return SimpleNamespace(
-            items=items, metadata=SimpleNamespace(resource_version=(body.get("metadata") or {}).get("resourceVersion"))
+
+    def _watch(self) -> None:
+        timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))  # noqa: S311 - jitter
+        response = self.rest.watch(
+            self.res,
+            self.namespace,
+            timeout_seconds=timeout,
+            read_timeout=timeout + self.read_margin,
+            resourceVersion=self.resource_version,
+            allowWatchBookmarks="true",
+            labelSelector=self.label_selector,
         )
-
-    def _open_watch(self, resource_version: str | None) -> Any:
-        if self._failures:
-            delay = min(self.max_backoff, 0.5 * 2 ** (self._failures - 1)) * (0.5 + random.random())  # noqa: S311
-            self._stopped.wait(delay)
-        timeout = int(self.watch_timeout * (1 + random.random() * 0.25))  # noqa: S311 - jitter
+        self.watches += 1
+        self._response = response
+        self._mark_healthy()
+        opened, events = time.monotonic(), 0
         try:
-            return self.rest.watch(
-                self.res,
-                self.namespace,
-                timeout_seconds=timeout,
-                read_timeout=timeout + self.read_margin,
-                resourceVersion=resource_version,
-                allowWatchBookmarks="true",
-                labelSelector=self.label_selector,
-            )
-        except Gone as exc:
-            # SharedInformer only relists on ApiException(410); give it that.
-            raise ApiException(status=410, reason=str(exc)) from None
-        except KubeError:
-            self._failures += 1
-            raise
+            if self._stopped.is_set():
+                return
+            for line in iter_resp_lines(response):
+                if self._stopped.is_set():
+                    return
+                if line:
+                    self._handle(json.loads(line))
+                    events += 1
+            if not events and time.monotonic() - opened < min(1.0, timeout / 2):
+                # Something between us and the API server ends streams at once: back off
+                # instead of reconnecting in a tight loop.
+                raise Unavailable("watch stream ended immediately")
+            # A clean end: the server-side timeout. Resume from the last resourceVersion.
+            self._consecutive_failures = 0
+        finally:
+            self._response = None
+            response.close()
+            response.release_conn()
 
-    # -- informer callbacks (informer thread) ----------------------------------------------------
+    def _handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == ERROR:
+            code = obj.get("code")
+            message = obj.get("message") or obj.get("reason") or "watch error"
+            if code == 410:
+                raise Gone(message)
+            raise Unavailable(f"watch error {code}: {message}", status=code or 0)
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == BOOKMARK:
+            self._consecutive_failures = 0
+        elif kind in (ADDED, MODIFIED):
+            _slim(obj)
+            with self._lock:
+                self._store[_key(obj)] = obj
+            self._dispatch(kind, obj)
+        elif kind == DELETED:
+            with self._lock:
+                self._store.pop(_key(obj), None)
+            self._dispatch(DELETED, obj)
+        if rv:
+            self.resource_version = rv
+        self._consecutive_failures = 0
+
+    # -- helpers ---------------------------------------------------------------------------------
 
     def _dispatch(self, kind: str, obj: dict[str, Any]) -> None:
         for handler in self._handlers:
@@ -181,41 +281,42 @@ class Informer:
             except Exception:  # one bad handler must not stop the watch
                 log.exception("informer handler failed", extra={"informer": self.name})
 
-    def _on_added(self, obj: dict[str, Any]) -> None:
-        self._mark_healthy()
-        _slim(obj)
-        self._dispatch(ADDED, obj)
-
-    def _on_modified(self, obj: dict[str, Any]) -> None:
-        self._mark_healthy()
-        _slim(obj)
-        self._dispatch(MODIFIED, obj)
-
-    def _on_deleted(self, obj: dict[str, Any]) -> None:
-        self._mark_healthy()
-        self._dispatch(DELETED, obj)
-
-    def _on_bookmark(self, _obj: Any) -> None:
-        self._mark_healthy()
-
-    def _on_error(self, exc: Any) -> None:
-        if self._stopped.is_set():
-            return  # stop() closes the stream on purpose
+    def _failed(self, exc: Exception) -> None:
         self.healthy = False
-        self._failures += 1
-        self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-        log.warning("watch failed; reconnecting with backoff", extra={"informer": self.name, "error": self.last_error})
+        self.failures += 1
+        self._consecutive_failures += 1
+        self.last_failure = time.monotonic()
+        detail = str(exc) if isinstance(exc, KubeError) else f"{type(exc).__name__}: {exc}"
+        self.last_error = detail[:300]
+        log.warning("watch failed; retrying with backoff", extra={"informer": self.name, "error": self.last_error})
+
+    def _backoff(self) -> float:
+        n = max(1, self._consecutive_failures)
+        return min(self.max_backoff, FIRST_BACKOFF * 2 ** (n - 1)) * random.uniform(0.5, 1.5)  # noqa: S311
 
     def _mark_healthy(self) -> None:
-        self._failures = 0
         self.healthy = True
         self.last_error = ""
 
+    def _abort_stream(self) -> None:
+        """Unblock a read in progress on the watch stream (from another thread)."""
+        response = self._response
+        if response is None:
+            return
+        try:
+            response.shutdown()
+        except Exception:  # noqa: BLE001 - best effort: the read timeout ends it anyway
+            log.debug("could not shut the watch stream down", extra={"informer": self.name})
 
-def _key(obj: Any) -> str:
-    meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
     ns, name = meta.get("namespace"), meta.get("name") or ""
     return f"{ns}/{name}" if ns else name
+
+
+def _rv(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _slim(obj: dict[str, Any]) -> None:

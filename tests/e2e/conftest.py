@@ -1,0 +1,85 @@
+"""Fixtures for end-to-end tests: taskfsm's CRDs, a dict client for the test namespace, and
+``taskfsm run`` processes whose log tails are printed when a test fails."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from taskfsm.crdgen import crd_documents
+from taskfsm.testing.cluster import Cluster
+from taskfsm.testing.controlplane import ControlPlane
+from taskfsm.testing.crds import install_crds
+from taskfsm.testing.kubelet import SimulatedKubelet
+from taskfsm.testing.process import ControllerProcess
+
+
+FAILED = pytest.StashKey[bool]()
+
+
+FAILED = pytest.StashKey[bool]()
+"""Set on a test item once its call phase has run: did it fail?"""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[FAILED] = report.failed
+    return report
+
+
+@pytest.fixture(scope="session")
+def crds(api_client: client.ApiClient) -> list[str]:
+    """taskfsm's own CRDs, installed and Established."""
+    return install_crds(api_client, crd_documents())
+
+
+@pytest.fixture
+def cluster(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Cluster:
+    return Cluster(api_client, namespace)
+
+
+@pytest.fixture
+def start_controller(
+    control_plane: ControlPlane, namespace: str, crds: list[str], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., ControllerProcess]]:
+    """Start ``taskfsm run`` processes (default: the main cluster, the test's namespace, no
+    leader election, fast watches); all are stopped after the test, and their log tails are
+    printed when it failed."""
+    started: list[ControllerProcess] = []
+
+    def start(*, wait_ready: bool = True, kubeconfig: str | Path | None = None, **options: Any) -> ControllerProcess:
+        options.setdefault("namespace", namespace)
+        options.setdefault("name", f"taskfsm-{len(started)}")
+        args = list(options.pop("args", ()))
+        if not any(a.startswith("--watch-timeout") for a in args):
+            args += ["--watch-timeout=20", "--watch-read-margin=5"]
+        if not any(a.startswith("--shutdown-timeout") for a in args):
+            args += ["--shutdown-timeout=10"]
+        proc = ControllerProcess(kubeconfig or control_plane.kubeconfig, log_dir=tmp_path, args=args, **options)
+        started.append(proc)
+        return proc.start(wait_ready=wait_ready)
+
+    yield start
+    for proc in started:
+        proc.ensure_stopped()
+    if request.node.stash.get(FAILED, False):
+        for proc in started:
+            print(proc.tail(80))
+
+
+@pytest.fixture
+def remote_namespace(remote_control_plane: ControlPlane) -> Iterator[tuple[ControlPlane, str]]:
+    """A fresh namespace in the second cluster, with a simulated kubelet playing its pods."""
+    name = f"remote-{uuid.uuid4().hex[:8]}"
+    with remote_control_plane.api_client() as api:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        with SimulatedKubelet(api, namespace=name):
+            yield remote_control_plane, name
+        client.CoreV1Api(api).delete_namespace(name, propagation_policy="Background")
