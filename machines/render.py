@@ -85,7 +85,9 @@ TASK: Final = Outputs(diagram.TASK, DIAGRAM_STEM, DOCS_PATH, DOC_BLOCKS)
 
 def charts() -> dict[str, Outputs]:
     """Every chart's outputs, by the name `--chart` takes."""
-    return {"task": TASK}
+    from machines import workflow_render  # imports this module: resolved at call time
+
+    return {"task": TASK, "workflow": workflow_render.OUTPUTS}
 
 
 def render(fmt: str, highlight: str | None = None, chart: diagram.Chart = diagram.TASK) -> bytes:
@@ -176,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root")
     parser.add_argument(
         "--chart",
-        choices=("task",),
+        choices=("task", "workflow"),
         help="one chart only (default: every chart; the Task chart for --highlight)",
     )
     parser.add_argument("--check", action="store_true", help="only report stale files")
