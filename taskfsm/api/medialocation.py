@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator
 
 from taskfsm.api import duration
 from taskfsm.api.base import InlineUnion, K8sModel
@@ -270,16 +270,14 @@ class RISTMediaLocation(K8sModel):
     encryption: RISTEncryption | None = None
     """Encryption."""
 
-    @model_validator(mode="after")
-    def _buffer_size_in_range(self) -> Self:
-        if self.buffer_size is not None:
-            nanoseconds = duration.parse_go_duration(self.buffer_size)
+    @field_validator("buffer_size")
+    @classmethod
+    def _buffer_size_in_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            nanoseconds = duration.parse_go_duration(value)
             if not 0 <= nanoseconds <= duration.parse_go_duration(RIST_MAX_BUFFER_SIZE):
-                raise ValueError(
-                    f"bufferSize must be between 0s and {RIST_MAX_BUFFER_SIZE}"
-                    f" (got {self.buffer_size})"
-                )
-        return self
+                raise ValueError(f"must be between 0s and {RIST_MAX_BUFFER_SIZE} (got {value})")
+        return value
 
 
 # --- the location --------------------------------------------------------------------------------

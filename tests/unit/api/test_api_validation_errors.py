@@ -103,9 +103,9 @@ def test_function_with_valid_semver(version: str) -> None:
 
 def test_rist_buffer_size_range() -> None:
     body = {"metadata": {"name": "r"}, "spec": {"rist": {"baseURL": "rist://h", "bufferSize": "31s"}}}
-    assert problems(MediaLocation, body) == "spec.rist: bufferSize must be between 0s and 30s (got 31s)"
+    assert problems(MediaLocation, body) == "spec.rist.bufferSize: must be between 0s and 30s (got 31s)"
     body["spec"]["rist"]["bufferSize"] = "-1ms"
-    assert "bufferSize must be between 0s and 30s" in problems(MediaLocation, body)
+    assert problems(MediaLocation, body) == "spec.rist.bufferSize: must be between 0s and 30s (got -1ms)"
 
 
 def test_invalid_go_duration() -> None:
