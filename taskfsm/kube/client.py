@@ -9,6 +9,16 @@ from typing import Any
 
 from kubernetes import client, config
 
+#: One connection per informer watch plus the workers' requests; urllib3's default of 10 per host
+#: makes a controller with a dozen watches discard and re-open connections.
+POOL_SIZE = 64
+
+
+def configured(configuration: client.Configuration) -> client.ApiClient:
+    """An ``ApiClient`` for ``configuration`` with a connection pool sized for a controller."""
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return client.ApiClient(configuration)
+
 
 def from_kubeconfig(path: str | Path | None = None, *, context: str | None = None) -> client.ApiClient:
     """An ``ApiClient`` for ``path`` (default: ``$KUBECONFIG`` or ``~/.kube/config``)."""
@@ -16,7 +26,7 @@ def from_kubeconfig(path: str | Path | None = None, *, context: str | None = Non
     config.load_kube_config(
         config_file=str(path) if path else None, context=context, client_configuration=configuration
     )
-    return client.ApiClient(configuration)
+    return configured(configuration)
 
 
 def from_kubeconfig_dict(kubeconfig: dict[str, Any], *, context: str | None = None) -> client.ApiClient:
@@ -27,7 +37,7 @@ def from_kubeconfig_dict(kubeconfig: dict[str, Any], *, context: str | None = No
     configuration = client.Configuration()
     loader = config.kube_config.KubeConfigLoader(config_dict=kubeconfig, active_context=context)
     loader.load_and_set(configuration)
-    return client.ApiClient(configuration)
+    return configured(configuration)
 
 
 def kubeconfig_namespace(kubeconfig: dict[str, Any]) -> str:
@@ -43,4 +53,4 @@ def in_cluster() -> client.ApiClient:
     """An ``ApiClient`` from the Pod's service-account token (raises ``ConfigException`` outside)."""
     configuration = client.Configuration()
     config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
+    return configured(configuration)

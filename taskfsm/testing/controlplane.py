@@ -199,13 +199,9 @@ class ControlPlane:
 
     def api_client(self) -> k8s_client.ApiClient:
         """A new :class:`kubernetes.client.ApiClient` with admin rights on this control plane."""
-        from kubernetes import client, config
+        from taskfsm.kube.client import from_kubeconfig
 
-        configuration = client.Configuration()
-        config.load_kube_config(
-            config_file=str(self.kubeconfig), client_configuration=configuration
-        )
-        return client.ApiClient(configuration)
+        return from_kubeconfig(self.kubeconfig)
 
     def kubeconfig_dict(self, *, namespace: str | None = None) -> dict[str, object]:
         """The admin kubeconfig as a dict; ``namespace`` sets the context's namespace."""
