@@ -17,6 +17,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from taskfsm.kube import faults
 from taskfsm.kube.errors import api_errors
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -209,12 +210,18 @@ class Rest:
                     response.read()
                     if not 200 <= code < 300:
                         raise ApiException.from_response(http_resp=response, body=response.data.decode(errors="replace"), data=None)
+                    if method in faults.WRITE_VERBS:
+                        faults.after_write(method, _resource_label(res, path))
                     return json.loads(response.data) if response.data else {}
                 except ApiException as exc:
                     code = exc.status or code
                     raise
         finally:
             if self.observer is not None:
-                sub = path.rsplit("/", 1)[-1] if path.endswith(("/status", "/log")) else ""
-                resource = f"{res.plural}/{sub}" if sub else res.plural
-                self.observer(verb or method, resource, code)
+                self.observer(verb or method, _resource_label(res, path), code)
+
+
+def _resource_label(res: Resource, path: str) -> str:
+    """``jobs``, or ``tasks/status`` for a subresource request."""
+    sub = path.rsplit("/", 1)[-1] if path.endswith(("/status", "/log")) else ""
+    return f"{res.plural}/{sub}" if sub else res.plural

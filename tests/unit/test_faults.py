@@ -1,0 +1,33 @@
+"""Crash points: a configured write exits the process with 137; others do nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = """
+from taskfsm.kube import faults
+faults.after_write("PATCH", "tasks/status")
+faults.after_write("POST", "jobs")
+print("after first create", flush=True)
+faults.after_write("POST", "jobs")
+print("not reached", flush=True)
+"""
+
+
+def test_crash_after_the_nth_matching_write():
+    """TASKFSM_CRASH_AFTER='create jobs#2' exits on the second Job create, not before."""
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+        env={"TASKFSM_CRASH_AFTER": "create jobs#2", "PATH": ""}, check=False,
+    )
+    assert proc.returncode == 137
+    assert proc.stdout == "after first create\n"
+    assert "crash point reached after 'create jobs' #2" in proc.stderr
+
+
+def test_unset_does_nothing():
+    """Without the variable every write passes."""
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env={"PATH": ""}, check=False)
+    assert proc.returncode == 0
+    assert proc.stdout.endswith("not reached\n")
