@@ -29,7 +29,7 @@ from typing import Any
 from kubernetes import client
 
 from taskfsm import constants as c
-from taskfsm import logs
+from taskfsm import logs, workflow_reconciler
 from taskfsm.api.config import NatsConfiguration
 from taskfsm.cache import Caches
 from taskfsm.events import EventRecorder
@@ -75,6 +75,8 @@ class Settings:
     shutdown_timeout: float = 30.0
     """Seconds in-flight reconciles get to finish on shutdown."""
     nats: NatsConfiguration | None = None
+    workflow_termination_waiting: float = 20.0
+    """``workflowTerminationWaitingDuration`` (s): how long a Workflow with no active Task waits."""
 
 
 class Controller:
@@ -145,6 +147,7 @@ class Controller:
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
         self._wire_handlers()
+        self.workflows = workflow_reconciler.attach(self)  # Workflow queue, worker, handlers
         self.metrics.watch_tasks_by_phase(self._tasks_by_phase)
         self.metrics.watch_health(self._watch_health)
 
@@ -201,6 +204,7 @@ class Controller:
         self._spawn(self._mpe_worker, "mpe-worker")
         for i in range(self.settings.workers):
             self._spawn(self._task_worker, f"task-worker-{i}")
+        self.workflows.start()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -217,6 +221,7 @@ class Controller:
         self._stop_requested.set()
         self.queue.shutdown()
         self.mpe_queue.shutdown()
+        self.workflows.shutdown()
 
     def stop(self) -> None:
         """Graceful shutdown: stop taking work, let in-flight reconciles finish (bounded by
