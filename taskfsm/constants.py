@@ -182,6 +182,4 @@ class JobConditionType(StrEnum):
 JOB_SUCCEEDED_CONDITIONS: Final = frozenset(
     {JobConditionType.COMPLETE, JobConditionType.SUCCESS_CRITERIA_MET}
 )
-JOB_FAILED_CONDITIONS: Final = frozenset(
-    {JobConditionType.FAILED, JobConditionType.FAILURE_TARGET}
-)
+JOB_FAILED_CONDITIONS: Final = frozenset({JobConditionType.FAILED, JobConditionType.FAILURE_TARGET})

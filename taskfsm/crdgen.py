@@ -90,7 +90,9 @@ _KEY_ORDER: Final = (
     "oneOf", "required", "properties", "items", "additionalProperties",
 )  # fmt: skip
 # Spec cross-references in docstrings mean nothing to `kubectl explain` readers.
-_SPEC_REFERENCE = re.compile(r" ?\((?:task-controller\.md )?§[^)]*\)| ?\(decisions\.md[^)]*\)")
+_SPEC_REFERENCE = re.compile(
+    r" ?\((?:task-controller\.md )?§[^)]*\)| ?\((?:decisions\.md )?(?:D[0-9]+|scope)[^)]*\)"
+)
 
 
 class SchemaError(ValueError):
@@ -271,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m taskfsm.crdgen", description="Generate taskfsm's CRDs from its models."
     )
     parser.add_argument("--check", action="store_true", help="only report stale files")
-    parser.add_argument("--out", type=Path, default=CRD_DIR, help="directory (default: %(default)s)")
+    parser.add_argument(
+        "--out", type=Path, default=CRD_DIR, help="directory (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     stale = stale_files(args.out)
     if args.check:

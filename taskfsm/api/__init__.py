@@ -1,4 +1,4 @@
-"""The ``engine.nagare.media/v1alpha1`` API in Python: models of every kind the Task controller uses.
+"""The ``engine.nagare.media/v1alpha1`` API in Python: models of all kinds the Task controller uses.
 
 One module per concept (task-controller.md §1): ``meta`` (references, conditions), ``task``,
 ``workflow``, ``function``, ``tasktemplate``, ``mpe``, ``medialocation``, ``media``,
@@ -76,6 +76,8 @@ from taskfsm.api.workflow import NamedMediaLocationReference, Workflow, Workflow
 from taskfsm.constants import TaskPhase, WorkflowPhase
 
 __all__ = [
+    "MODEL_BY_KIND",
+    "RESOURCE_MODELS",
     "UID",
     "APIVersion",
     "ApiObject",
@@ -106,7 +108,6 @@ __all__ = [
     "LabelSelector",
     "LocalMediaProcessingEntity",
     "LocalObjectReference",
-    "MODEL_BY_KIND",
     "Media",
     "MediaLocation",
     "MediaLocationSpec",
@@ -123,7 +124,6 @@ __all__ = [
     "ObjectReference",
     "OpencastMediaLocation",
     "OwnerReference",
-    "RESOURCE_MODELS",
     "RISTMediaLocation",
     "RTMPMediaLocation",
     "RTSPMediaLocation",

@@ -86,9 +86,8 @@ class InlineUnion(K8sModel):
         if (len(present) == 1) if self.AT_MOST_ONE else present:
             return self
         wanted = "exactly one" if self.AT_MOST_ONE else "at least one"
-        raise ValueError(
-            f"{wanted} of {', '.join(names.values())} must be set (got {', '.join(present) or 'none'})"
-        )
+        members, got = ", ".join(names.values()), ", ".join(present) or "none"
+        raise ValueError(f"{wanted} of {members} must be set (got {got})")
 
     def member(self) -> tuple[str, Any]:
         """The first set member as ``(json name, value)``."""

@@ -44,7 +44,7 @@ _COMPONENT = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 
 
 def parse_go_duration(text: str) -> int:
-    """Nanoseconds denoted by the Go duration string ``text`` (``"1h2m3.5s"``, ``"-300ms"``, ``"0"``).
+    """Nanoseconds denoted by the Go duration ``text`` (``"1h2m3.5s"``, ``"-300ms"``, ``"0"``).
 
     Follows Go's ``time.ParseDuration``: a sign, then one or more ``<number><unit>`` components
     with units ns, us/µs, ms, s, m, h; ``"0"`` needs no unit. Raises ``ValueError`` for empty
@@ -91,7 +91,7 @@ def _with_fraction(value: int, digits: int) -> str:
 
 
 def format_go_duration(nanoseconds: int) -> str:
-    """``nanoseconds`` written as Go's ``Duration.String`` does: ``0s``, ``1.5µs``, ``3m0s``, ``1h0m0s``."""
+    """``nanoseconds`` as Go's ``Duration.String`` writes it: ``0s``, ``1.5µs``, ``1h0m0s``."""
     sign = "-" if nanoseconds < 0 else ""
     size = abs(nanoseconds)
     if size == 0:

@@ -41,7 +41,7 @@ _TYPE_PROBLEMS = {
 
 
 def format_field_path(loc: Sequence[int | str]) -> str:
-    """A pydantic ``loc`` as a JSON field path: ``("spec", "inputs", 0, "id")`` -> ``spec.inputs[0].id``.
+    """A pydantic ``loc`` as a JSON path: ``("spec", "inputs", 0, "id")`` -> ``spec.inputs[0].id``.
 
     Map keys that are not identifiers are bracketed: ``spec.config["a.b/c"]``.
     """
@@ -62,7 +62,7 @@ def _quote(value: Any) -> str:
 
 
 def describe_problem(error: Any) -> str:
-    """One pydantic error dict (from ``ValidationError.errors()``) as a short plain-words problem."""
+    """One error dict of ``ValidationError.errors()`` as a short plain-words problem."""
     kind = error["type"]
     ctx = error.get("ctx") or {}
     if kind == "missing":

@@ -1,4 +1,4 @@
-"""The ten custom resource kinds by name, and parsing of an object whose kind is known only at run time.
+"""The ten custom resource kinds by name, and parsing objects whose kind is known only at run time.
 
 Code that handles objects of several kinds (watches, the demo, tests reading sample YAML) looks
 the model up here; code that knows the kind uses the class directly (``Task.from_dict(body)``).

@@ -1,4 +1,4 @@
-"""MediaLocation and ClusterMediaLocation: where media is read and written (task-controller.md §1.8).
+"""MediaLocation and ClusterMediaLocation: where media is read and written (§1.8).
 
 A location's spec is exactly one backend -- ``http``, ``s3``, ``opencast``, ``rtmp``, ``rtsp`` or
 ``rist`` -- each with its own credentials, given as ``secretRef``\\ s (ConfigMapOrSecretReference).
@@ -249,7 +249,8 @@ class RISTEncryption(K8sModel):
 _BUFFER_SIZE_RULE = {
     "x-kubernetes-validations": [
         {
-            "rule": f"duration(self) >= duration('0s') && duration(self) <= duration('{RIST_MAX_BUFFER_SIZE}')",
+            "rule": "duration(self) >= duration('0s')"
+            f" && duration(self) <= duration('{RIST_MAX_BUFFER_SIZE}')",
             "message": f"must be between 0s and {RIST_MAX_BUFFER_SIZE}",
         }
     ]

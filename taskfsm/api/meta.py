@@ -6,7 +6,7 @@ what they promise:
 * ``LocalObjectReference`` -- ``name`` plus optional ``apiVersion``/``kind``; the namespace is
   implied by the referring object (``spec.workflowRef``, ``spec.functionRef``, ...).
 * ``ObjectReference`` -- all four members optional; what the controller records in status.
-* ``ExactObjectReference`` -- an ObjectReference pinned to one object by ``uid`` (``status.jobRef``).
+* ``ExactObjectReference`` -- an ObjectReference pinned to one object by ``uid`` (``jobRef``).
 * ``ConfigMapOrSecretReference`` -- an ObjectReference plus ``key``; once resolved it can carry
   the Secret's data and then serialises as ``{"data": {key: base64}}`` only (the helper payload).
 """
@@ -18,8 +18,13 @@ import binascii
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, PrivateAttr, SerializerFunctionWrapHandler
-from pydantic import model_serializer
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from taskfsm.api.base import K8sModel, drop_nulls
@@ -75,7 +80,7 @@ class LocalObjectReference(K8sModel):
     """Name of the referent."""
 
     def to_object_reference(self, namespace: NamespaceName | str | None) -> ObjectReference:
-        """This reference as an ``ObjectReference`` in ``namespace`` (``None`` for cluster scope)."""
+        """This reference as an ``ObjectReference`` in ``namespace`` (``None``: cluster scope)."""
         return ObjectReference(
             api_version=self.api_version, kind=self.kind, name=self.name, namespace=namespace
         )
@@ -119,7 +124,7 @@ class ConfigMapOrSecretReference(ObjectReference):
     """
 
     key: str | None = None
-    """The key inside the ConfigMap or Secret; when set, only this key is used (decisions.md D15)."""
+    """The key inside the ConfigMap or Secret; when set, only this key is used (D15)."""
     data: SkipJsonSchema[SecretData | None] = Field(default=None, exclude=True, repr=False)
     """Resolved contents (key -> raw bytes); not part of the CRD schema."""
 

@@ -80,9 +80,11 @@ class _MediaProcessingEntityBase(ApiObject):
 
     @property
     def is_default(self) -> bool:
-        """True iff annotated ``beta.engine.nagare.media/is-default-media-processing-entity: "true"``."""
+        """True iff the default-MPE annotation (``constants``) is exactly ``"true"`` (§2)."""
         annotations = self.metadata.annotations or {}
-        return annotations.get(ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY) == ANNOTATION_VALUE_TRUE
+        return (
+            annotations.get(ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY) == ANNOTATION_VALUE_TRUE
+        )
 
     @property
     def is_ready(self) -> bool:

@@ -1,4 +1,4 @@
-"""Our generated CRDs on a real kube-apiserver: they install, accept nagare's objects, reject bad ones.
+"""Our CRDs on a real kube-apiserver: they install, accept nagare's objects, reject bad ones.
 
 * The ten CRDs from ``taskfsm.crdgen.crd_documents()`` become Established with structural schemas.
 * Every seed-era sample object (opt-in, ``../shared/reference``) is accepted -- as itself and, for
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from datetime import UTC, datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,9 @@ def create(
     """Create ``body`` (namespaced kinds into ``namespace``); return what the server stored."""
     model = MODEL_BY_KIND[body["kind"]]
     if model.NAMESPACED:
-        return objects.create_namespaced_custom_object(GROUP, VERSION, namespace, model.PLURAL, body)
+        return objects.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, model.PLURAL, body
+        )
     stored = objects.create_cluster_custom_object(GROUP, VERSION, model.PLURAL, body)
     cluster_objects.append((model.PLURAL, body["metadata"]["name"]))
     return stored
@@ -109,7 +111,8 @@ def test_crds_are_established_and_structural(api_client: client.ApiClient, crds:
     extensions = client.ApiextensionsV1Api(api_client)
     for name in crds:
         conditions = {
-            c.type: c.status for c in extensions.read_custom_resource_definition(name).status.conditions
+            c.type: c.status
+            for c in extensions.read_custom_resource_definition(name).status.conditions
         }
         assert conditions.get("Established") == "True", (name, conditions)
         assert conditions.get("NamesAccepted") == "True", (name, conditions)
@@ -125,7 +128,9 @@ def sample_objects() -> list[dict[str, Any]]:
     docs = []
     for path in sorted((REFERENCE / "samples").glob("v1alpha1_*.yaml")):
         with path.open(encoding="utf-8") as handle:
-            docs += [d for d in yaml.safe_load_all(handle) if d and d.get("apiVersion") == API_VERSION]
+            docs += [
+                d for d in yaml.safe_load_all(handle) if d and d.get("apiVersion") == API_VERSION
+            ]
     return docs
 
 
@@ -143,7 +148,10 @@ def without_invalid_labels(sample: dict[str, Any]) -> dict[str, Any]:
     labels = sample["metadata"].get("labels") or {}
     dropped = {key for key, value in labels.items() if not LABEL_VALUE.match(str(value))}
     assert dropped <= {"app.kubernetes.io/version"}, dropped
-    metadata = {**sample["metadata"], "labels": {k: v for k, v in labels.items() if k not in dropped}}
+    metadata = {
+        **sample["metadata"],
+        "labels": {k: v for k, v in labels.items() if k not in dropped},
+    }
     return {**sample, "metadata": metadata}
 
 
@@ -167,7 +175,7 @@ def test_sample_objects_are_accepted_and_parse(
     for body in variants:
         stored = create(objects, body, namespace, created_cluster_objects)
         parsed = parse_object(stored)
-        assert type(parsed).KIND == body["kind"]
+        assert body["kind"] == type(parsed).KIND
         assert parsed.metadata.uid
         expected = parse_object(body).to_dict()
         assert stored["spec"] == expected["spec"]
@@ -205,8 +213,8 @@ def test_status_written_by_our_models_reads_back_equal(
 def test_task_table_shows_the_printer_columns(
     api_client: client.ApiClient, objects: client.CustomObjectsApi, namespace: str
 ) -> None:
-    body = {"apiVersion": API_VERSION, "kind": "Task", "metadata": {"name": "t1"},
-            "spec": {"workflowRef": {"name": "wf"}, "humanReadable": {"name": "Sleepy"}}}  # fmt: skip
+    spec = {"workflowRef": {"name": "wf"}, "humanReadable": {"name": "Sleepy"}}
+    body = {"apiVersion": API_VERSION, "kind": "Task", "metadata": {"name": "t1"}, "spec": spec}
     objects.create_namespaced_custom_object(GROUP, VERSION, namespace, Task.PLURAL, body)
     request = api_client.param_serialize(
         "GET",
@@ -301,9 +309,7 @@ def test_invalid_objects_are_rejected_naming_the_field(
     assert caught.value.problems.startswith(field), caught.value.problems
 
 
-def test_function_version_is_immutable(
-    objects: client.CustomObjectsApi, namespace: str
-) -> None:
+def test_function_version_is_immutable(objects: client.CustomObjectsApi, namespace: str) -> None:
     body = {"apiVersion": API_VERSION, "kind": "Function", "metadata": {"name": "f"},
             "spec": {"version": "1.0.0", "template": {"spec": {}}}}  # fmt: skip
     objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "functions", body)

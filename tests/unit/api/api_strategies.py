@@ -20,8 +20,8 @@ from taskfsm.api import duration
 from taskfsm.api.objectmeta import ObjectMeta
 from taskfsm.api.resource import ApiObject
 from taskfsm.api.scalars import format_time
-from taskfsm.crdgen import model_schema, openapi_schema
 from taskfsm.constants import API_VERSION
+from taskfsm.crdgen import model_schema, openapi_schema
 
 MAX_ITEMS = 2
 
@@ -163,4 +163,3 @@ def resources(model: type[ApiObject], unknown: bool = False) -> st.SearchStrateg
 def documents(model: Any, unknown: bool = False) -> st.SearchStrategy[dict[str, Any]]:
     """Documents of any model (e.g. the helper payload), from its JSON schema."""
     return strategy(model_schema(model), unknown)
-

@@ -1,4 +1,4 @@
-"""The generated CRDs: committed files are fresh, schemas are structural and say what the spec says."""
+"""The generated CRDs: the committed files are fresh, schemas are structural and follow the spec."""
 
 from __future__ import annotations
 
@@ -21,10 +21,7 @@ def at(schema: dict[str, Any], path: str) -> dict[str, Any]:
     """The schema node at a dotted property path; ``[]`` steps into array items."""
     node = schema
     for part in path.split("."):
-        if part == "[]":
-            node = node["items"]
-        else:
-            node = node["properties"][part]
+        node = node["items"] if part == "[]" else node["properties"][part]
     return node
 
 
@@ -62,22 +59,29 @@ def test_stale_files_detects_a_changed_and_a_superfluous_file(tmp_path: Any) -> 
 def test_one_crd_per_kind_with_names_scope_and_categories() -> None:
     docs = {d["spec"]["names"]["kind"]: d for d in crdgen.crd_documents()}
     assert set(docs) == {m.KIND for m in RESOURCE_MODELS}
+    both, two = ["nagare-all", "nme-all", "nagare", "nme"], ["nagare-all", "nme-all"]
     expected = {
-        "Task": ("tasks", "Namespaced", ["nagare-all", "nme-all", "nagare", "nme"], True),
-        "Workflow": ("workflows", "Namespaced", ["nagare-all", "nme-all", "nagare", "nme"], True),
-        "Function": ("functions", "Namespaced", ["nagare-all", "nme-all"], False),
-        "ClusterFunction": ("clusterfunctions", "Cluster", ["nagare-all", "nme-all"], False),
-        "TaskTemplate": ("tasktemplates", "Namespaced", ["nagare-all", "nme-all"], False),
-        "ClusterTaskTemplate": ("clustertasktemplates", "Cluster", ["nagare-all", "nme-all"], False),
+        "Task": ("tasks", "Namespaced", both, True),
+        "Workflow": ("workflows", "Namespaced", both, True),
+        "Function": ("functions", "Namespaced", two, False),
+        "ClusterFunction": ("clusterfunctions", "Cluster", two, False),
+        "TaskTemplate": ("tasktemplates", "Namespaced", two, False),
+        "ClusterTaskTemplate": ("clustertasktemplates", "Cluster", two, False),
         "MediaProcessingEntity": (
-            "mediaprocessingentities", "Namespaced", ["nagare-all", "nme-all"], True,
+            "mediaprocessingentities",
+            "Namespaced",
+            two,
+            True,
         ),
         "ClusterMediaProcessingEntity": (
-            "clustermediaprocessingentities", "Cluster", ["nagare-all", "nme-all"], True,
+            "clustermediaprocessingentities",
+            "Cluster",
+            two,
+            True,
         ),
-        "MediaLocation": ("medialocations", "Namespaced", ["nagare-all", "nme-all"], False),
-        "ClusterMediaLocation": ("clustermedialocations", "Cluster", ["nagare-all", "nme-all"], False),
-    }  # fmt: skip
+        "MediaLocation": ("medialocations", "Namespaced", two, False),
+        "ClusterMediaLocation": ("clustermedialocations", "Cluster", two, False),
+    }
     for kind, (plural, scope, categories, has_status) in expected.items():
         doc = docs[kind]
         assert doc["metadata"]["name"] == f"{plural}.engine.nagare.media"
@@ -95,7 +99,10 @@ def test_one_crd_per_kind_with_names_scope_and_categories() -> None:
 
 def test_task_printer_columns_as_in_the_spec() -> None:
     doc = next(d for d in crdgen.crd_documents() if d["spec"]["names"]["kind"] == "Task")
-    columns = [(c["name"], c["jsonPath"], c["type"]) for c in doc["spec"]["versions"][0]["additionalPrinterColumns"]]
+    columns = [
+        (c["name"], c["jsonPath"], c["type"])
+        for c in doc["spec"]["versions"][0]["additionalPrinterColumns"]
+    ]
     assert columns == [
         ("MPE", ".status.mediaProcessingEntityRef.name", "string"),
         ("Workflow", ".spec.workflowRef.name", "string"),
@@ -126,7 +133,9 @@ def test_schemas_are_structural(model: Any) -> None:
         ({"type": "string", "properties": {}}, "properties on a non-object"),
     ],
 )
-def test_check_structural_rejects_non_structural_schemas(node: dict[str, Any], problem: str) -> None:
+def test_check_structural_rejects_non_structural_schemas(
+    node: dict[str, Any], problem: str
+) -> None:
     with pytest.raises(crdgen.SchemaError, match=problem.replace("(", r"\(")):
         crdgen.check_structural(node)
 
@@ -189,7 +198,10 @@ def test_unions_are_exactly_one_member() -> None:
 def test_media_location_patterns_defaults_and_rules() -> None:
     location = schema_of("ClusterMediaLocation")
     assert at(location, "spec.http.baseURL")["pattern"] == "^(http|https)://.*$"
-    assert at(location, "spec.rtmp.baseURL")["pattern"] == "^(rtmp|rtmpe|rtmps|rtmpt|rtmpte|rtmpts)://.*$"
+    assert (
+        at(location, "spec.rtmp.baseURL")["pattern"]
+        == "^(rtmp|rtmpe|rtmps|rtmpt|rtmpte|rtmpts)://.*$"
+    )
     assert at(location, "spec.rtsp.baseURL")["pattern"] == "^(rtsp|rtsps|rtspu)://.*$"
     assert at(location, "spec.rist.baseURL")["pattern"] == "^rist://.*$"
     assert at(location, "spec.opencast.serviceRegistryURL")["pattern"] == "^(http|https)://.*$"
@@ -203,7 +215,10 @@ def test_media_location_patterns_defaults_and_rules() -> None:
     headers = at(location, "spec.http.headers")
     assert headers["x-kubernetes-list-type"] == "map"
     assert headers["x-kubernetes-list-map-keys"] == ["name"]
-    assert "duration(self)" in at(location, "spec.rist.bufferSize")["x-kubernetes-validations"][0]["rule"]
+    assert (
+        "duration(self)"
+        in at(location, "spec.rist.bufferSize")["x-kubernetes-validations"][0]["rule"]
+    )
     assert "data" not in at(location, "spec.s3.auth.aws.secretRef")["properties"]
 
 
@@ -227,7 +242,9 @@ def test_workflow_media_locations_are_a_list_map_by_name() -> None:
 def test_crd_documents_are_fresh_copies() -> None:
     first = crdgen.crd_documents()
     first[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"].clear()
-    assert crdgen.crd_documents()[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    assert crdgen.crd_documents()[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+        "properties"
+    ]
 
 
 def test_models_kind_and_api_version_match_the_constants() -> None:

@@ -25,7 +25,10 @@ def workflow(**spec: Any) -> Workflow:
 
 def task(**spec: Any) -> Task:
     return Task.from_dict(
-        {"metadata": {"name": "t1", "namespace": "ns"}, "spec": {"workflowRef": {"name": "wf"}, **spec}}
+        {
+            "metadata": {"name": "t1", "namespace": "ns"},
+            "spec": {"workflowRef": {"name": "wf"}, **spec},
+        }
     )
 
 
@@ -108,7 +111,9 @@ def test_unresolved_secret_reference_keeps_its_user_form() -> None:
     http = MediaLocation.from_dict(
         {
             "metadata": {"name": "h"},
-            "spec": {"http": {"baseURL": "https://x", "auth": {"basic": {"secretRef": {"name": "s"}}}}},
+            "spec": {
+                "http": {"baseURL": "https://x", "auth": {"basic": {"secretRef": {"name": "s"}}}}
+            },
         }
     )
     payload = WorkflowManagerHelperData.build(

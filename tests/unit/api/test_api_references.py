@@ -1,4 +1,4 @@
-"""Reference types (task-controller.md §1.2): omitted members, both ConfigMapOrSecretReference forms."""
+"""Reference types (§1.2): omitted members, both forms of ConfigMapOrSecretReference."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from api_strategies import documents, resources
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,8 +26,6 @@ from taskfsm.api import (
     WorkflowManagerConfiguration,
     WorkflowManagerHelperData,
 )
-
-from api_strategies import documents, resources
 
 SETTINGS = settings(
     max_examples=60,
@@ -43,7 +42,9 @@ def without_empty_status(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("model", RESOURCE_MODELS, ids=lambda m: m.KIND)
 @SETTINGS
 @given(data=st.data())
-def test_resource_json_model_json_keeps_everything(model: type[ApiObject], data: st.DataObject) -> None:
+def test_resource_json_model_json_keeps_everything(
+    model: type[ApiObject], data: st.DataObject
+) -> None:
     body = data.draw(resources(model, unknown=True))
     parsed = model.from_dict(body)
     assert parsed.to_dict() == without_empty_status(body)

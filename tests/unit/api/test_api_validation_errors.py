@@ -49,7 +49,10 @@ def test_list_index_in_path() -> None:
 
 def test_map_key_with_dots_is_bracketed() -> None:
     body = task_body(**WORKFLOW_REF, config={"sleep.engine.nagare.media/duration": 30})
-    assert problems(Task, body) == 'spec.config["sleep.engine.nagare.media/duration"]: must be a string'
+    assert (
+        problems(Task, body)
+        == 'spec.config["sleep.engine.nagare.media/duration"]: must be a string'
+    )
 
 
 def test_enum_lists_the_allowed_values() -> None:
@@ -92,25 +95,43 @@ def test_http_location_with_ftp_url() -> None:
 @pytest.mark.parametrize("version", ["1.0", "01.2.3", "1.2.3-", "v1.2.3", "1.2.3+", "1.2.٣"])
 def test_function_with_malformed_semver(version: str) -> None:
     body = {"metadata": {"name": "f"}, "spec": {"version": version, "template": {}}}
-    assert problems(Function, body).startswith(f"spec.version: {version!r} does not match the pattern")
+    assert problems(Function, body).startswith(
+        f"spec.version: {version!r} does not match the pattern"
+    )
 
 
-@pytest.mark.parametrize("version", ["0.0.0+dev", "1.2.3", "1.0.0-rc.1", "10.20.30-alpha.0+build.5"])
+@pytest.mark.parametrize(
+    "version", ["0.0.0+dev", "1.2.3", "1.0.0-rc.1", "10.20.30-alpha.0+build.5"]
+)
 def test_function_with_valid_semver(version: str) -> None:
     body = {"metadata": {"name": "f"}, "spec": {"version": version, "template": {}}}
     assert Function.from_dict(body).spec.version == version
 
 
 def test_rist_buffer_size_range() -> None:
-    body = {"metadata": {"name": "r"}, "spec": {"rist": {"baseURL": "rist://h", "bufferSize": "31s"}}}
-    assert problems(MediaLocation, body) == "spec.rist.bufferSize: must be between 0s and 30s (got 31s)"
+    body = {
+        "metadata": {"name": "r"},
+        "spec": {"rist": {"baseURL": "rist://h", "bufferSize": "31s"}},
+    }
+    assert (
+        problems(MediaLocation, body)
+        == "spec.rist.bufferSize: must be between 0s and 30s (got 31s)"
+    )
     body["spec"]["rist"]["bufferSize"] = "-1ms"
-    assert problems(MediaLocation, body) == "spec.rist.bufferSize: must be between 0s and 30s (got -1ms)"
+    assert (
+        problems(MediaLocation, body)
+        == "spec.rist.bufferSize: must be between 0s and 30s (got -1ms)"
+    )
 
 
 def test_invalid_go_duration() -> None:
-    body = {"metadata": {"name": "r"}, "spec": {"rist": {"baseURL": "rist://h", "bufferSize": "5 sec"}}}
-    assert problems(MediaLocation, body).startswith("spec.rist.bufferSize: invalid duration '5 sec'")
+    body = {
+        "metadata": {"name": "r"},
+        "spec": {"rist": {"baseURL": "rist://h", "bufferSize": "5 sec"}},
+    }
+    assert problems(MediaLocation, body).startswith(
+        "spec.rist.bufferSize: invalid duration '5 sec'"
+    )
 
 
 def test_stream_needs_exactly_one_kind() -> None:
@@ -123,7 +144,10 @@ def test_stream_needs_exactly_one_kind() -> None:
 
 
 def test_several_problems_are_all_reported() -> None:
-    body = {"metadata": {"name": "f", "namespace": "ns"}, "spec": {"localMediaProcessingEntitiesOnly": "maybe"}}
+    body = {
+        "metadata": {"name": "f", "namespace": "ns"},
+        "spec": {"localMediaProcessingEntitiesOnly": "maybe"},
+    }
     text = problems(Function, body)
     assert "spec.version: field required" in text
     assert "spec.template: field required" in text
@@ -139,7 +163,7 @@ def test_describe_validation_error_accepts_a_prefix() -> None:
 
 
 def test_parse_object_rejects_foreign_kinds() -> None:
-    with pytest.raises(InvalidObjectError, match="not a kind of engine.nagare.media/v1alpha1"):
+    with pytest.raises(InvalidObjectError, match=r"not a kind of engine\.nagare\.media/v1alpha1"):
         parse_object({"apiVersion": "v1", "kind": "Secret"})
 
 
@@ -151,7 +175,9 @@ def test_parse_object_dispatches_on_kind() -> None:
 def test_cluster_scoped_object_is_named_without_namespace() -> None:
     from taskfsm.api import ClusterFunction
 
-    with pytest.raises(InvalidObjectError, match=r"^ClusterFunction cf is invalid: spec: field required$"):
+    with pytest.raises(
+        InvalidObjectError, match=r"^ClusterFunction cf is invalid: spec: field required$"
+    ):
         ClusterFunction.from_dict({"metadata": {"name": "cf"}})
 
 
