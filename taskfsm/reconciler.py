@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from machines.driver import PassOutcome, run_pass
 from machines.job_status import interpret_job_conditions
-from machines.observation import JobState, TaskObservation, WorkflowState
+from machines.observation import TERMINAL_PHASES, JobState, TaskObservation, WorkflowState
 from machines.conditions import Condition
 from taskfsm import constants as c
 from taskfsm.actions import jobs
@@ -72,6 +72,9 @@ class TaskReconciler:
         metrics: Prometheus metrics (optional).
         resync_seconds: how often a Task whose Job may still change is looked at again without an
             event (bounds how long a missed Job event can go unnoticed, F4).
+        cleanup_timeout: seconds after its deletionTimestamp during which a deleting Task waits
+            for an unreachable MediaProcessingEntity to clean up its Job; afterwards the Job is
+            abandoned (Warning Event) and the Task goes (§3.10, D22).
         clock: wall-clock ``now`` for timestamps (injected by tests).
     """
 
@@ -85,6 +88,7 @@ class TaskReconciler:
         nats: NatsConfiguration | None = None,
         metrics: Metrics | None = None,
         resync_seconds: float = 300.0,
+        cleanup_timeout: float = 120.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.rest = rest
@@ -94,7 +98,10 @@ class TaskReconciler:
         self.nats = nats
         self.metrics = metrics
         self.resync_seconds = resync_seconds
+        self.cleanup_timeout = cleanup_timeout
         self.clock = clock
+        self._cleanup_failed: set[str] = set()
+        """UIDs of deleting Tasks whose last cleanup pass failed (the MPE may be unreachable)."""
 
     # -- read-your-writes ------------------------------------------------------------------------
 
@@ -152,9 +159,13 @@ class TaskReconciler:
         state = PassState(original=copy.deepcopy(task), task=task, now=self.clock())
         effects = TaskEffects(self, state)
         outcome: PassOutcome | None = None
-        state.path.append((task.get("status") or {}).get("phase") or "")
+        persisted = (task.get("status") or {}).get("phase") or ""
+        state.path.append(persisted)
         for _ in range(MAX_STEPS):
             observation = self.observe(state)
+            waiting = self._cleanup_must_wait(state, observation)
+            if waiting:
+                return self._finish_early(state, waiting)
             outcome = run_pass(observation, effects, now=state.now)
             self._apply(state, outcome)
             if outcome.phase and outcome.phase != state.path[-1]:
@@ -163,16 +174,75 @@ class TaskReconciler:
                 break
             if outcome.state == "deleting":
                 break  # D9: the Task asked for its own deletion; the next pass finishes it
+            if outcome.phase in TERMINAL_PHASES and persisted not in TERMINAL_PHASES:
+                # D18: the outcome must be durable before the terminal housekeeping (releasing
+                # the Job finalizer, deleting the Job) runs; our own status write triggers it.
+                break
         assert outcome is not None
+        self._note_cleanup(state, outcome)
         if outcome.finalized:
             self._event_once(state, NORMAL, "Deleted", "Task finalizer released; the Task is deleted")
             return Result()
-        if state.metadata_dirty and not outcome.error:
+        message = outcome.message
+        if state.metadata_dirty:
+            # Metadata effects that succeeded before an error (finalizer, owner reference,
+            # labels) are kept: a Task stuck on a selection error still belongs to its Workflow.
             try:
                 effects.flush_metadata()
             except KubeError as exc:
-                return self._finish(state, outcome, f"failed to update Task metadata: {exc}")
-        return self._finish(state, outcome, outcome.message)
+                failure = f"failed to update Task metadata: {exc}"
+                message = f"[{message}, {failure}]" if message else failure
+        return self._finish(state, outcome, message)
+
+    # -- deleting Tasks and unreachable MediaProcessingEntities ----------------------------------
+
+    def _cleanup_expired(self, task: dict[str, Any]) -> bool:
+        deleted = _parse_time(task["metadata"].get("deletionTimestamp"))
+        if deleted is None:
+            return False
+        return (self.clock() - deleted).total_seconds() >= self.cleanup_timeout
+
+    def _cleanup_must_wait(self, state: PassState, observation: TaskObservation) -> str:
+        """Why a deleting Task must wait for its MediaProcessingEntity ("" when it need not).
+
+        A deleting Task whose MPE cannot be reached (not registered or ready, or its API failing)
+        retries with backoff for ``cleanup_timeout`` seconds after its deletionTimestamp, so a
+        controller restart or a short outage does not leak the Job; afterwards the statechart
+        abandons the Job with a Warning Event and the Task goes (bounded, §3.10).
+        """
+        if not observation.deletion_requested or not observation.mpe_selected:
+            return ""
+        unreachable = not observation.mpe_ready or state.cluster_error
+        if not unreachable:
+            return ""
+        if self._cleanup_expired(state.task):
+            return ""
+        reason = state.cluster_error or self.mpes.error(state.status.get("mediaProcessingEntityRef"))
+        text = "MediaProcessingEntity does not exist or is not ready"
+        if reason:
+            text += f": {reason}"
+        return (
+            f"{text}; the Task's deletion waits up to {self.cleanup_timeout:.0f}s for it to "
+            "clean up the Job, then leaves the Job behind"
+        )
+
+    def _note_cleanup(self, state: PassState, outcome: PassOutcome) -> None:
+        uid = state.meta.get("uid") or ""
+        if outcome.finalized or not state.meta.get("deletionTimestamp"):
+            self._cleanup_failed.discard(uid)
+        elif outcome.error is not None:
+            self._cleanup_failed.add(uid)
+
+    def _finish_early(self, state: PassState, message: str) -> Result:
+        """End a reconcile before the statechart ran: only ``status.message`` changes."""
+        self._cleanup_failed.add(state.meta.get("uid") or "")
+        state.status["message"] = message
+        try:
+            self._write_status(state)
+        except KubeError as exc:
+            message = f"{message}; failed to update Task status: {exc}"
+        self.events.record(state.task, WARNING, "ReconcileError", message)
+        return Result(error=message)
 
     def _apply(self, state: PassState, outcome: PassOutcome) -> None:
         status = state.status
@@ -183,8 +253,19 @@ class TaskReconciler:
 
     def _finish(self, state: PassState, outcome: PassOutcome, message: str) -> Result:
         status = state.status
+        if message and outcome.error is not None and outcome.error.action == "report_mpe_unavailable":
+            reason = self.mpes.error(status.get("mediaProcessingEntityRef")) or state.cluster_error
+            if reason:
+                message = f"{message}: {reason}"
         status["message"] = message
-        self._write_status(state)
+        try:
+            self._write_status(state)
+        except KubeError as exc:
+            # Nothing of this pass's status landed (F3): say so, retry with backoff; the effects
+            # already done are idempotent and found done by the next pass.
+            failure = f"failed to update Task status: {exc}"
+            self.events.record(state.task, WARNING, "ReconcileError", failure)
+            return Result(error=failure)
         self._record_events(state, outcome, message)
         if message:
             return Result(error=message)
@@ -244,9 +325,25 @@ class TaskReconciler:
             workflow_state = WorkflowState.ACTIVE
         mpe_ref = status.get("mediaProcessingEntityRef")
         cluster = self.mpes.get(mpe_ref)
+        deleting = bool(meta.get("deletionTimestamp"))
+        if (
+            cluster is not None
+            and deleting
+            and meta.get("uid") in self._cleanup_failed
+            and self._cleanup_expired(task)
+        ):
+            cluster = None  # unreachable for too long: the statechart abandons the Job
         state.cluster = cluster
+        state.cluster_error = ""
         job_name = jobs.job_name(task)
-        job = self._job(state, cluster, job_name) if cluster is not None else None
+        job = None
+        if cluster is not None:
+            try:
+                job = self._job(state, cluster, job_name)
+            except KubeError as exc:
+                # The Job's cluster does not answer: nothing can be decided about the Job.
+                state.cluster_error = f"reading Job {job_name}: {exc}"
+                cluster = state.cluster = None
         state.job = job
         job_ref = status.get("jobRef") or {}
         job_meta = (job or {}).get("metadata") or {}
@@ -255,7 +352,7 @@ class TaskReconciler:
             job_state = interpret_job_conditions((job.get("status") or {}).get("conditions"))
         return TaskObservation(
             phase=status.get("phase") or "",
-            deletion_requested=bool(meta.get("deletionTimestamp")),
+            deletion_requested=deleting,
             has_finalizer=c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or []),
             workflow=workflow_state,
             workflow_name=workflow_name,

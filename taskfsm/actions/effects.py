@@ -53,6 +53,8 @@ class PassState:
     now: datetime
     workflow: dict[str, Any] | None = None
     cluster: MpeCluster | None = None
+    cluster_error: str = ""
+    """Why the MPE cluster could not be read in this pass ("" when it could)."""
     job: dict[str, Any] | None = None
     metadata_dirty: bool = False
     metadata_writes: int = 0
@@ -255,14 +257,10 @@ class TaskEffects(ObservationGuards):
             raise RuntimeError(
                 "localMediaProcessingEntitiesOnly is true, but selected MediaProcessingEntity is remote"
             )
-        job = self.s.job
-        if job is None:
-            body = jobs.build_job(task=task, function=function, task_template=template, namespace=cluster.namespace)
-            job = self._create_or_adopt(cluster, JOBS, body)
-            self.s.job = job
-            self.s.created_job = True
-            self.r.remember_job(cluster, job)
-            self.r.observe_job_created(task, job)
+        # Everything that can fail on the Task's own inputs (template patches, MediaLocations and
+        # their Secrets) is built before anything is created: a Task that cannot run leaves no
+        # Job behind, least of all one whose pods wait for a Secret that never comes (D5, F9).
+        body = jobs.build_job(task=task, function=function, task_template=template, namespace=cluster.namespace)
         payload = helperdata.build_payload(
             task=task,
             workflow=workflow,
@@ -272,6 +270,17 @@ class TaskEffects(ObservationGuards):
             read_secret=lambda ns, name: self.r.rest.get(SECRETS, ns, name),
             nats=self.r.nats,
         )
+        job = self.s.job
+        if job is not None and not jobs.owns(job, task):
+            raise RuntimeError(
+                f"Job {cluster.namespace}/{job['metadata']['name']} already exists and does not belong to this Task"
+            )
+        if job is None:
+            job = self._create_or_adopt(cluster, JOBS, body)
+            self.s.job = job
+            self.s.created_job = True
+            self.r.remember_job(cluster, job)
+            self.r.observe_job_created(task, job)
         secret = jobs.build_secret(task=task, job=job, payload=payload)
         existing = self._create_or_adopt(cluster, SECRETS, secret)
         owners = (existing.get("metadata") or {}).get("ownerReferences") or []

@@ -225,3 +225,41 @@ class RequestCounter:
     @staticmethod
     def uncached_reads(counts: dict[tuple[str, str, int], int]) -> int:
         return sum(n for (verb, _, _), n in counts.items() if verb == "GET")
+
+
+class ReconcileTap:
+    """Counts finished Task reconciles per key, so a test can wait for one that *started* after
+    a change it made (phases are levels: a test asserting "nothing changed" needs that barrier).
+
+    Install on a Controller built with ``start=False`` (workers bind ``reconcile`` at start).
+    """
+
+    def __init__(self, controller: Any) -> None:
+        self.controller = controller
+        self._counts: dict[str, int] = {}
+        self._cv = threading.Condition()
+        inner = controller.reconciler.reconcile
+
+        def reconcile(key: str) -> Any:
+            try:
+                return inner(key)
+            finally:
+                with self._cv:
+                    self._counts[key] = self._counts.get(key, 0) + 1
+                    self._cv.notify_all()
+
+        controller.reconciler.reconcile = reconcile
+
+    def count(self, key: str) -> int:
+        with self._cv:
+            return self._counts.get(key, 0)
+
+    def settle(self, key: str, timeout: float = 30.0) -> None:
+        """Return once a reconcile of ``key`` that started after this call has finished."""
+        for _ in range(2):  # the first may coalesce into a reconcile already running
+            with self._cv:
+                seen = self._counts.get(key, 0)
+            self.controller.queue.add(key)
+            with self._cv:
+                if not self._cv.wait_for(lambda: self._counts.get(key, 0) > seen, timeout):
+                    raise TimeoutError(f"no reconcile of {key} within {timeout:.0f}s")

@@ -1,0 +1,183 @@
+"""Deleting a Task in every phase (§3.10): its Job and Secret go first, then the Task.
+
+Phases "", Initializing, JobPending, Running, Succeeded and Failed; a controller restart in the
+middle of a deletion; a MediaProcessingEntity that is not ready or whose cluster stops
+answering, which delays the deletion for a bounded time and then lets the Task go with a
+Warning Event (the Job is left behind, D22).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from taskfsm import constants as c
+from taskfsm.actions.jobs import job_name
+from taskfsm.testing import builders as b
+from taskfsm.testing import objects
+from taskfsm.testing.tcpproxy import TcpProxy
+from taskfsm.testing.waiting import wait_for
+
+
+def delete_task(engine, namespace: str, name: str) -> None:
+    engine.api.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "tasks", name)
+
+
+def assert_all_gone(probe, task: str, job: str | None) -> None:
+    wait_for(lambda: probe.task_gone(task), timeout=60, what=f"Task {task} gone")
+    if job:
+        wait_for(lambda: probe.job(job) is None, timeout=60, what=f"Job {job} gone")
+        wait_for(lambda: probe.secret(job) is None, timeout=60, what=f"Secret {job} gone")
+
+
+def test_delete_new_task_whose_workflow_is_missing(engine, controller, probe, namespace):
+    """A Task still without phase (its Workflow is missing) is deleted at once."""
+    engine.create(objects.task("t", workflow_name="missing"))
+    task = probe.wait_message("t", "failed to fetch Workflow")
+    assert c.FINALIZER_TASK_PROTECTION in task["metadata"]["finalizers"]
+    assert task["status"].get("phase", "") == ""
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", None)
+
+
+def test_delete_initializing_task(engine, controller, probe, namespace):
+    """A Task stuck in Initializing (no Function) is deleted at once."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.local_mpe("m"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="missing", mpe_name="m"))
+    probe.wait_message("t", "not found")
+    assert probe.phase("t") == "Initializing"
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", None)
+
+
+def test_delete_job_pending_task(engine, controller, probe, namespace):
+    """A Task stuck in JobPending (a MediaLocation's Secret is missing) made no Job and is
+    deleted at once."""
+    engine.create(objects.workflow("wf", media_locations=[b.location_entry("store", "store")]))
+    engine.create(b.s3_location("store", secret_name="missing"))
+    engine.create(objects.function("f"))
+    engine.create(objects.local_mpe("m"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    probe.wait_message("t", 'secrets "missing" not found')
+    assert probe.phase("t") == "JobPending"
+    assert probe.jobs() == []
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", None)
+
+
+def test_delete_running_task_removes_job_and_secret(engine, controller, probe, namespace):
+    """Deleting a Running Task deletes its Job (releasing the job-protection finalizer) and,
+    through the owner reference, its Secret; then the Task goes."""
+    engine.create(objects.workflow("wf"))
+    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.local_mpe("m"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    name = job_name(probe.wait_phase("t", "Running"))
+    assert probe.job(name)["metadata"]["finalizers"] == [c.FINALIZER_JOB_PROTECTION]
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", name)
+    assert "Deleted" in probe.event_reasons("t")
+
+
+@pytest.mark.parametrize(("exit_code", "phase"), [(0, "Succeeded"), (1, "Failed")])
+def test_delete_finished_task_removes_kept_job(exit_code, phase, engine, controller, kubelet, probe, namespace):
+    """A finished Task keeps its Job for inspection; deleting the Task deletes it."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.function("f", exit_code=exit_code))
+    engine.create(objects.local_mpe("m"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    name = job_name(probe.wait_phase("t", phase))
+    wait_for(lambda: probe.job(name) and not probe.job(name)["metadata"].get("finalizers"), timeout=30)
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", name)
+
+
+def test_deletion_survives_a_controller_restart(engine, controller_factory, probe, namespace):
+    """A Task deleted while no controller runs is cleaned up by the next one: its Job is
+    deleted (not abandoned) even if the Task is reconciled before its MPE is registered."""
+    engine.create(objects.workflow("wf"))
+    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.local_mpe("m"))
+    first = controller_factory()
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    name = job_name(probe.wait_phase("t", "Running"))
+    first.stop()
+    delete_task(engine, namespace, "t")
+    controller_factory()
+    assert_all_gone(probe, "t", name)
+    assert "JobAbandoned" not in probe.event_reasons("t")
+
+
+# -- MediaProcessingEntity not ready / unreachable ----------------------------------------------
+
+
+def remote_mpe_setup(api_client, control_plane, namespace: str, server: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A remote MPE whose kubeconfig (in Secret ``kubeconfig``) points at ``server``."""
+    kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
+    kubeconfig["clusters"][0]["cluster"]["server"] = server
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "kubeconfig"},
+        "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(kubeconfig).encode()).decode()},
+    }
+    mpe = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
+        "metadata": {"name": "remote"},
+        "spec": {"remote": {"kubeconfig": {"secretRef": {"name": "kubeconfig"}}}},
+    }
+    return secret, mpe
+
+
+def test_delete_task_whose_mpe_is_not_ready_is_bounded(engine, controller, probe, namespace):
+    """A JobPending Task whose remote MPE never became ready (its kubeconfig Secret is missing)
+    waits a bounded time on deletion, then goes with a JobAbandoned Warning Event."""
+    controller.reconciler.cleanup_timeout = 2.0
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.function("f"))
+    engine.create(
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
+            "metadata": {"name": "remote"},
+            "spec": {"remote": {"kubeconfig": {"secretRef": {"name": "absent"}}}},
+        }
+    )
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
+    task = probe.wait_message("t", "MediaProcessingEntity does not exist or is not ready")
+    assert "failed to read kubeconfig Secret" in task["status"]["message"]
+    assert task["status"]["phase"] == "JobPending"
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", None)
+    assert "JobAbandoned" in probe.event_reasons("t")
+
+
+def test_delete_task_whose_mpe_cluster_is_unreachable_is_bounded(
+    engine, controller, probe, namespace, api_client, control_plane
+):
+    """A Running Task whose MPE cluster stops answering retries the Job's deletion for a bounded
+    time, then goes with a JobAbandoned Warning Event; the Job is left behind."""
+    controller.reconciler.cleanup_timeout = 3.0
+    host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
+    with TcpProxy(host, int(port)) as proxy:
+        secret, mpe = remote_mpe_setup(api_client, control_plane, namespace, proxy.url)
+        client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
+        engine.create(mpe)
+        engine.create(objects.workflow("wf"))
+        engine.create(b.never_starting(objects.function("f")))
+        engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
+        name = job_name(probe.wait_phase("t", "Running"))
+        proxy.cut()
+        try:
+            delete_task(engine, namespace, "t")
+            wait_for(lambda: probe.task_gone("t"), timeout=60, what="Task gone")
+            assert "JobAbandoned" in probe.event_reasons("t")
+            assert probe.job(name) is not None  # nobody could delete it
+        finally:
+            probe.delete_job(name)
