@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,7 @@ from taskfsm.api import (
     parse_object,
 )
 from taskfsm.constants import API_VERSION, GROUP, VERSION, ConditionStatus, TaskConditionType
-from taskfsm.crdgen import crd_documents
-from taskfsm.testing.crds import install_crds
+from taskfsm.testing.probes import ClusterScoped
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 CLUSTER_TWIN = {
@@ -49,55 +47,33 @@ CLUSTER_TWIN = {
 }
 
 
-@pytest.fixture(scope="module")
-def crds(api_client: client.ApiClient) -> list[str]:
-    return install_crds(api_client, crd_documents(), timeout=60)
-
-
 @pytest.fixture
 def objects(api_client: client.ApiClient, crds: list[str]) -> client.CustomObjectsApi:
+    """The custom objects API; ``crds`` (tests/integration/conftest.py) installs our CRDs."""
     return client.CustomObjectsApi(api_client)
 
 
-@pytest.fixture
-def created_cluster_objects(objects: client.CustomObjectsApi) -> Iterator[list[tuple[str, str]]]:
-    """(plural, name) of cluster-scoped objects a test creates; deleted afterwards."""
-    created: list[tuple[str, str]] = []
-    yield created
-    for plural, name in created:
-        try:
-            objects.delete_cluster_custom_object(GROUP, VERSION, plural, name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-
-
-def create(
-    objects: client.CustomObjectsApi,
-    body: dict[str, Any],
-    namespace: str,
-    cluster_objects: list[tuple[str, str]],
+def create_namespaced(
+    objects: client.CustomObjectsApi, body: dict[str, Any], namespace: str
 ) -> dict[str, Any]:
-    """Create ``body`` (namespaced kinds into ``namespace``); return what the server stored."""
+    plural = MODEL_BY_KIND[body["kind"]].PLURAL
+    return objects.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+
+
+def try_create(objects: client.CustomObjectsApi, body: dict[str, Any], namespace: str) -> None:
+    """Create ``body``; a cluster-scoped object that is accepted is deleted again at once."""
     model = MODEL_BY_KIND[body["kind"]]
     if model.NAMESPACED:
-        return objects.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, model.PLURAL, body
-        )
-    stored = objects.create_cluster_custom_object(GROUP, VERSION, model.PLURAL, body)
-    cluster_objects.append((model.PLURAL, body["metadata"]["name"]))
-    return stored
+        create_namespaced(objects, body, namespace)
+    else:
+        objects.create_cluster_custom_object(GROUP, VERSION, model.PLURAL, body)
+        objects.delete_cluster_custom_object(GROUP, VERSION, model.PLURAL, body["metadata"]["name"])
 
 
-def rejection(
-    objects: client.CustomObjectsApi,
-    body: dict[str, Any],
-    namespace: str,
-    cluster_objects: list[tuple[str, str]],
-) -> str:
+def rejection(objects: client.CustomObjectsApi, body: dict[str, Any], namespace: str) -> str:
     """Create ``body``, expecting a 422 (Unprocessable Entity); return the server's message."""
     with pytest.raises(ApiException) as caught:
-        create(objects, body, namespace, cluster_objects)
+        try_create(objects, body, namespace)
     assert caught.value.status == 422, caught.value.body
     return json.loads(caught.value.body)["message"]
 
@@ -163,17 +139,16 @@ def without_invalid_labels(sample: dict[str, Any]) -> dict[str, Any]:
 def test_sample_objects_are_accepted_and_parse(
     objects: client.CustomObjectsApi,
     namespace: str,
-    created_cluster_objects: list[tuple[str, str]],
+    cluster_scoped: ClusterScoped,
     sample: dict[str, Any],
 ) -> None:
     sample = without_invalid_labels(sample)
-    variants = [sample]
+    created = [(sample, create_namespaced(objects, sample, namespace))]
     if sample["kind"] in CLUSTER_TWIN:
         twin = {**sample, "kind": CLUSTER_TWIN[sample["kind"]]}
         twin["metadata"] = {**sample["metadata"], "name": unique(sample["metadata"]["name"])}
-        variants.append(twin)
-    for body in variants:
-        stored = create(objects, body, namespace, created_cluster_objects)
+        created.append((twin, cluster_scoped.create(twin)))
+    for body, stored in created:
         parsed = parse_object(stored)
         assert body["kind"] == type(parsed).KIND
         assert parsed.metadata.uid
@@ -293,13 +268,12 @@ INVALID = {
 def test_invalid_objects_are_rejected_naming_the_field(
     objects: client.CustomObjectsApi,
     namespace: str,
-    created_cluster_objects: list[tuple[str, str]],
     body: dict[str, Any],
     field: str,
     problem: str,
 ) -> None:
     body = {"apiVersion": API_VERSION, **body}
-    message = rejection(objects, body, namespace, created_cluster_objects)
+    message = rejection(objects, body, namespace)
     assert f"{field}: " in message or f'"{field}"' in message, message
     assert problem in message, message
 
