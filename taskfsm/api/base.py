@@ -19,6 +19,7 @@ All models in ``taskfsm.api`` derive from ``K8sModel``, which fixes four rules o
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar, Self
 
 from pydantic import (
@@ -30,9 +31,12 @@ from pydantic import (
 )
 
 
-def drop_nulls(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` without its ``None``-valued members (one level; nested models do their own)."""
-    return {key: value for key, value in data.items() if value is not None}
+def drop_nulls(data: dict[str, Any], keep: Collection[str] = ()) -> dict[str, Any]:
+    """``data`` without its ``None``-valued members, except those named in ``keep``.
+
+    One level only: nested models apply their own rule.
+    """
+    return {key: value for key, value in data.items() if value is not None or key in keep}
 
 
 class K8sModel(BaseModel):

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
-from taskfsm.api.base import K8sModel
+from taskfsm.api.base import K8sModel, drop_nulls
 from taskfsm.api.config import NatsConfiguration
 from taskfsm.api.media import Media
 from taskfsm.api.medialocation import MediaLocationSpec
@@ -51,19 +51,6 @@ def _none_if_empty(value: Any) -> Any:
     return value or None
 
 
-def _without_empty(data: dict[str, Any], keep_null: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Drop ``None`` members (except ``keep_null``) and empty ``config``/``humanReadable``."""
-    result = {}
-    for key, value in data.items():
-        if key in keep_null:
-            result[key] = value
-        elif value is None or (key in ("config", "humanReadable") and not value):
-            continue
-        else:
-            result[key] = value
-    return result
-
-
 class HelperWorkflow(K8sModel):
     """``workflow`` of the payload: ``{id, humanReadable?, config?}``."""
 
@@ -75,10 +62,6 @@ class HelperWorkflow(K8sModel):
     """The Workflow's ``spec.config``."""
 
     _empty_is_absent = field_validator("human_readable", "config")(_none_if_empty)
-
-    @model_serializer(mode="wrap")
-    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_empty(handler(self))
 
 
 class HelperTask(K8sModel):
@@ -99,7 +82,7 @@ class HelperTask(K8sModel):
 
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_empty(handler(self), keep_null=("inputs", "outputs"))
+        return drop_nulls(handler(self), keep=("inputs", "outputs"))
 
 
 class HelperNats(K8sModel):
