@@ -291,6 +291,8 @@ def _apply_element_order(
     current = target.get(field)
     if current is not None and not isinstance(current, list):
         raise PatchError(here, f"cannot set the element order: the value being patched is {json_kind(current)}")
+    if field in patch and not isinstance(patch[field], list):
+        raise PatchError(here, f"cannot set the element order: the patch gives {json_kind(patch[field])}")
     if field not in patch and current is None:
         return True
     if field not in patch:

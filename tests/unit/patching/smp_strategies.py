@@ -100,6 +100,7 @@ FIELD_WORDS = st.sampled_from(
         "nodeSelector", "tolerations", "resources", "limits", "emptyDir", "backoffLimit", "x",
         "$patch", "$retainKeys", "$setElementOrder/containers", "$setElementOrder/finalizers",
         "$deleteFromPrimitiveList/finalizers", "$deleteFromPrimitiveList/args", "$bogus",
+        "$setElementOrder/x", "$deleteFromPrimitiveList/x",
     ]
 )
 SCALARS = st.one_of(
