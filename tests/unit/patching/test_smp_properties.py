@@ -76,7 +76,7 @@ def test_patched_containers_are_all_present_once(template, patch):
     assert sorted(names) == sorted(set(before) | set(added))
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(job_templates(), ANY_PATCH)
 def test_arbitrary_patches_merge_or_raise_patch_error_and_never_mutate(template, patch):
     """Whatever a user writes, the controller gets a dict or a PatchError, nothing else."""
@@ -91,7 +91,7 @@ def test_arbitrary_patches_merge_or_raise_patch_error_and_never_mutate(template,
     assert patch == patch_before
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), ANY_JSON, max_size=3), ANY_PATCH)
 def test_odd_templates_merge_or_raise_patch_error(original, patch):
     try:
