@@ -167,6 +167,8 @@ class WorkflowPassState:
     count: TaskCount = field(default_factory=TaskCount)
     path: list[str] = field(default_factory=list)
     """Phases this reconcile went through, starting with the persisted one (for Events)."""
+    reason: str = ""
+    """``Reason: message`` of the step that entered Succeeded/Failed (for the Event)."""
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -350,6 +352,8 @@ class WorkflowReconciler:
             before = state.path[-1]
             outcome = run_pass(self.observe(state), effects, now=state.now)
             self._apply(state, outcome)
+            if outcome.reason is not None:
+                state.reason = f"{outcome.reason.value}: {outcome.reason_message}"
             if outcome.phase != before:
                 state.path.append(outcome.phase)
             if outcome.error or outcome.finalized or outcome.phase == before:
@@ -410,8 +414,8 @@ class WorkflowReconciler:
         after = state.status.get("phase") or ""
         if after != before and after:
             text = " -> ".join(p or "(new)" for p in state.path)
-            if outcome.reason is not None:
-                text += f": {outcome.reason.value}: {outcome.reason_message}"
+            if state.reason:
+                text += f": {state.reason}"
             kind = WARNING if after == c.WorkflowPhase.FAILED else NORMAL
             self.events.record(state.workflow, kind, after, text)
         if message:
@@ -433,6 +437,8 @@ class WorkflowReconciler:
         count = state.count
         labels = meta.get("labels") or {}
         end = _parse_time(status.get("endTime"))
+        if end is not None and status.get("endTime") != (state.original.get("status") or {}).get("endTime"):
+            end = state.now  # stamped by this reconcile: exact, not truncated to the second
         return WorkflowObservation(
             name=name,
             phase=status.get("phase") or "",

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from taskfsm import constants as c
+from taskfsm import explain
 from taskfsm.actions.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
@@ -170,6 +171,39 @@ def test_failed_task_with_fail_workflow_fails_the_workflow_then_its_active_tasks
              timeout=30, what="the counters follow the Tasks")
     assert workflow_status(probe, "wf")["phase"] == "Failed"
     assert [e["type"] for e in probe.events("wf") if e.get("reason") == "Failed"] == ["Warning"]
+
+
+def test_explain_shows_a_workflow_its_counters_and_tasks(
+    engine, workflows, kubelet, probe, api_client, namespace, capsys
+):
+    """`taskfsm explain workflow/<name>`: phase, counters, each Task with its phase and policy,
+    the lifecycle with the current state marked; a bare name falls back to the Workflow."""
+    basics(engine)
+    add_task(engine, "ok", "quick")
+    add_task(engine, "tolerated", "crash", jobFailurePolicy={"defaultAction": "Ignore"})
+    wait_workflow_phase(probe, "wf", "Succeeded")
+
+    assert explain.main(api_client, namespace, "workflow/wf", "text") == 0
+    text = capsys.readouterr().out
+    assert "Phase:      Succeeded" in text
+    assert "total 2, active 0, succeeded 1, failed 1" in text
+    assert "ok " in text and "tolerated " in text and "Ignore" in text
+    assert "-> [Succeeded] | Failed" in text
+    assert "Complete     True" in text
+
+    assert explain.main(api_client, namespace, "wf", "mermaid") == 0
+    assert "class succeeded highlighted" in capsys.readouterr().out
+
+    assert explain.main(api_client, namespace, "tolerated", "text") == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"Task {namespace}/tolerated")
+    assert "Phase:      Failed" in text and "Job:" in text
+    assert any(line.strip().startswith("conditions:") and "Failed" in line for line in text.splitlines())
+
+    assert explain.main(api_client, namespace, "workflow/nope", "none") == 1
+    summary = explain.workflow_summary(api_client, namespace)
+    assert summary[0] == "Workflow wf: Succeeded (total 2, active 0, succeeded 1, failed 1)"
+    assert "  Task tolerated: Failed (jobFailurePolicy Ignore)" in summary
 
 
 def test_failed_task_with_ignore_lets_the_workflow_succeed(engine, workflows, kubelet, probe):

@@ -1,0 +1,315 @@
+"""The Workflow reconciler without a cluster: counting, status writes, requeues, triggers.
+
+A tiny in-memory API (`FakeRest`) and caches stand in for the cluster, so each rule of
+`taskfsm.workflow_reconciler` is checked directly: what is counted, what one status merge
+patch carries (a removed endTime as null), how long the termination wait asks to be requeued,
+that a Task cache which cannot answer is an error (D20), and which Task events wake a Workflow.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from taskfsm import constants as c
+from taskfsm.cache import WrittenObjects
+from taskfsm.workflow_reconciler import (
+    WorkflowController,
+    WorkflowReconciler,
+    count_tasks,
+    job_failure_action,
+    task_workflow_key,
+)
+
+NS = "ns"
+T0 = datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
+
+
+class FakeInformer:
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.has_synced = True
+        self.handlers: list[Any] = []
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.objects.get((namespace or "", name))
+
+    def list(self, namespace: str | None = None, labels: dict[str, str] | None = None) -> list:
+        return [o for (ns, _), o in self.objects.items() if namespace in (None, ns)]
+
+    def add_handler(self, handler: Any) -> None:
+        self.handlers.append(handler)
+
+
+class FakeCaches:
+    def __init__(self) -> None:
+        self.informers = {c.KIND_TASK: FakeInformer(), c.KIND_WORKFLOW: FakeInformer()}
+        self.written = WrittenObjects()
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        cached = self.informers[kind].get(namespace, name)
+        plural = c.PLURAL_WORKFLOWS if kind == c.KIND_WORKFLOW else c.PLURAL_TASKS
+        return self.written.pick(("main", plural, namespace or "", name), cached)
+
+
+class FakeRest:
+    """Applies merge patches and the two JSON patch shapes of taskfsm.kube.finalizers."""
+
+    def __init__(self, caches: FakeCaches) -> None:
+        self.caches = caches
+        self.patches: list[tuple[str | None, Any]] = []
+        self.rv = 100
+
+    def patch(self, res: Any, namespace: str, name: str, body: Any, *, subresource: str | None = None,
+              content_type: str = "") -> dict[str, Any]:
+        self.patches.append((subresource, copy.deepcopy(body)))
+        obj = copy.deepcopy(self.caches.informers[c.KIND_WORKFLOW].get(namespace, name))
+        if isinstance(body, list):  # JSON patch on /metadata/finalizers
+            finalizers = obj["metadata"].setdefault("finalizers", [])
+            for op in body:
+                if op["op"] == "add":
+                    finalizers.extend(op["value"] if isinstance(op["value"], list) else [op["value"]])
+                elif op["op"] == "remove":
+                    del finalizers[int(op["path"].rsplit("/", 1)[1])]
+        else:
+            _merge(obj, body)
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.caches.informers[c.KIND_WORKFLOW].objects[(namespace, name)] = obj
+        return copy.deepcopy(obj)
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict):
+            _merge(target.setdefault(key, {}), value)
+        else:
+            target[key] = value
+
+
+class FakeEvents:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def record(self, obj: dict[str, Any], type_: str, reason: str, note: str) -> None:
+        self.recorded.append((type_, reason, note))
+
+
+def workflow(name: str = "wf", **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_WORKFLOW,
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "1",
+                     "finalizers": [c.FINALIZER_WORKFLOW_PROTECTION],
+                     "labels": {c.LABEL_WORKFLOW_NAMESPACE: NS, c.LABEL_WORKFLOW_NAME: name}},
+        "spec": {},
+        "status": status,
+    }
+
+
+def task(name: str, phase: str = "", *, wf: str = "wf", labelled: bool = True, policy: str | None = None
+         ) -> dict[str, Any]:
+    labels = {c.LABEL_WORKFLOW_NAMESPACE: NS, c.LABEL_WORKFLOW_NAME: wf} if labelled else {}
+    spec: dict[str, Any] = {"workflowRef": {"name": wf}}
+    if policy:
+        spec["jobFailurePolicy"] = {"defaultAction": policy}
+    return {"metadata": {"name": name, "namespace": NS, "labels": labels, "resourceVersion": "1"},
+            "spec": spec, "status": {"phase": phase} if phase else {}}
+
+
+class World:
+    def __init__(self, now: datetime = T0, waiting: float = 20.0) -> None:
+        self.caches = FakeCaches()
+        self.rest = FakeRest(self.caches)
+        self.events = FakeEvents()
+        self.now = now
+        self.reconciler = WorkflowReconciler(
+            rest=self.rest, caches=self.caches, events=self.events,  # type: ignore[arg-type]
+            waiting_seconds=waiting, resync_seconds=300.0, clock=lambda: self.now)
+
+    def add(self, *objs: dict[str, Any]) -> None:
+        for obj in objs:
+            kind = c.KIND_WORKFLOW if obj.get("kind") == c.KIND_WORKFLOW else c.KIND_TASK
+            self.caches.informers[kind].objects[(NS, obj["metadata"]["name"])] = obj
+
+    def wf(self, name: str = "wf") -> dict[str, Any]:
+        return self.caches.informers[c.KIND_WORKFLOW].objects[(NS, name)]
+
+
+# -- pure helpers ----------------------------------------------------------------------------
+
+
+def test_count_tasks_by_phase_and_policy() -> None:
+    count = count_tasks([task("a"), task("b", "Running"), task("c", "Succeeded"),
+                         task("d", "Failed"), task("e", "Failed", policy="Ignore"),
+                         task("f", "Failed", policy="FailWorkflow")])
+    assert (count.total, count.active, count.succeeded, count.failed) == (6, 2, 1, 3)
+    assert count.fatal_failures == ("d", "f")
+
+
+def test_job_failure_action_defaults_to_fail_workflow() -> None:
+    assert job_failure_action(task("a")) == "FailWorkflow"
+    assert job_failure_action(task("a", policy="Ignore")) == "Ignore"
+
+
+def test_task_workflow_key_prefers_labels_then_the_ref() -> None:
+    assert task_workflow_key(task("a", wf="x")) == f"{NS}/x"
+    assert task_workflow_key(task("a", wf="y", labelled=False)) == f"{NS}/y"
+    assert task_workflow_key({"metadata": {"name": "a", "namespace": NS}}) is None
+
+
+# -- reconcile -------------------------------------------------------------------------------
+
+
+def test_a_new_workflow_gets_finalizer_labels_and_status_in_one_reconcile() -> None:
+    w = World()
+    new = workflow()
+    new["metadata"].pop("finalizers")
+    new["metadata"].pop("labels")
+    w.add(new, task("a", "Running"))
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error is None and result.requeue_after == 300.0
+    stored = w.wf()
+    assert stored["metadata"]["finalizers"] == [c.FINALIZER_WORKFLOW_PROTECTION]
+    assert stored["metadata"]["labels"][c.LABEL_WORKFLOW_NAME] == "wf"
+    status = stored["status"]
+    assert status["phase"] == "Running"
+    assert (status["total"], status["active"], status["succeeded"], status["failed"]) == (1, 1, 0, 0)
+    assert status["queuedTime"] == status["startTime"] == "2024-05-01T12:00:00Z"
+    assert [p[0] for p in w.rest.patches] == [None, None, "status"]  # one status write
+    assert w.events.recorded == [("Normal", "Running", "(new) -> Initializing -> Running")]
+
+
+def test_the_termination_wait_is_a_requeue_measured_exactly() -> None:
+    w = World(waiting=20.0)
+    w.add(workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), task("a", "Succeeded"))
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    # endTime is stamped now (second precision on the wire) but the wait is the whole 20 s.
+    assert result.requeue_after == pytest.approx(20.0)
+    assert w.wf()["status"]["phase"] == "AwaitingCompletion"
+    assert w.wf()["status"]["endTime"] == "2024-05-01T12:00:00Z"
+
+    # A later reconcile reads the persisted endTime (12:00:00, the 0.25 s are lost).
+    w.now = T0 + timedelta(seconds=8)
+    assert w.reconciler.reconcile(f"{NS}/wf").requeue_after == pytest.approx(11.75)
+    w.now = T0 + timedelta(seconds=20)
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.requeue_after is None
+    assert w.wf()["status"]["phase"] == "Succeeded"
+    reasons = [r for _, r, _ in w.events.recorded]
+    assert reasons == ["AwaitingCompletion", "Succeeded"]
+    assert "TasksCompleted" in w.events.recorded[-1][2]
+
+
+def test_a_new_active_task_clears_end_time_with_a_null() -> None:
+    w = World()
+    w.add(workflow(phase="AwaitingCompletion", total=1, active=0, succeeded=1, failed=0,
+                   endTime="2024-05-01T11:59:55Z"),
+          task("a", "Succeeded"), task("b", "JobPending"))
+    assert w.reconciler.reconcile(f"{NS}/wf").error is None
+    status_patch = next(body for sub, body in w.rest.patches if sub == "status")["status"]
+    assert status_patch["endTime"] is None
+    assert status_patch["phase"] == "Running"
+    assert "endTime" not in w.wf()["status"]
+
+
+def test_d20_an_unsynced_task_cache_is_an_error_not_zero_tasks() -> None:
+    w = World()
+    w.add(workflow(phase="Running", total=2, active=2, succeeded=0, failed=0))
+    w.caches.informers[c.KIND_TASK].has_synced = False
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error == "failed to list Tasks: the Task cache has not synced yet"
+    status = w.wf()["status"]
+    assert (status["phase"], status["total"], status["active"]) == ("Running", 2, 2)
+    assert status["message"] == result.error
+    assert ("Warning", "ReconcileError", result.error) in w.events.recorded
+
+
+def test_counts_read_the_task_reconcilers_newest_write() -> None:
+    w = World()
+    stale = task("a", "Running")
+    w.add(workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), stale)
+    newer = copy.deepcopy(stale)
+    newer["metadata"]["resourceVersion"] = "5"
+    newer["status"]["phase"] = "Failed"
+    w.caches.written.wrote(("main", c.PLURAL_TASKS, NS, "a"), newer)
+    w.reconciler.reconcile(f"{NS}/wf")
+    assert w.wf()["status"]["phase"] == "Failed"
+    assert w.events.recorded[0][:2] == ("Warning", "Failed")
+    assert "TaskFailed: Task a failed" in w.events.recorded[0][2]
+
+
+def test_deletion_waits_then_releases_the_finalizer() -> None:
+    w = World()
+    going = workflow(phase="Running", total=1, active=1, succeeded=0, failed=0)
+    going["metadata"]["deletionTimestamp"] = "2024-05-01T11:00:00Z"
+    w.add(going, task("a", "Running"))
+    assert w.reconciler.reconcile(f"{NS}/wf").error == "not all Tasks have terminated"
+    assert c.FINALIZER_WORKFLOW_PROTECTION in w.wf()["metadata"]["finalizers"]
+    del w.caches.informers[c.KIND_TASK].objects[(NS, "a")]
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error is None and result.requeue_after is None
+    assert w.wf()["metadata"]["finalizers"] == []
+    assert w.events.recorded[-1][1] == "Deleted"
+
+
+def test_a_missing_workflow_is_nothing_to_do() -> None:
+    w = World()
+    w.reconciler.rest.get = lambda *a: (_ for _ in ()).throw(_not_found())  # type: ignore[attr-defined]
+    assert w.reconciler.reconcile(f"{NS}/gone").error is None
+
+
+def _not_found() -> Exception:
+    from taskfsm.kube.errors import NotFound
+
+    return NotFound.__new__(NotFound)
+
+
+# -- triggers --------------------------------------------------------------------------------
+
+
+class StubController:
+    def __init__(self) -> None:
+        from taskfsm.controller import Settings
+        from taskfsm.queue import QueueMetrics
+
+        self.settings = Settings(workflow_termination_waiting=3.0)
+        self.caches = FakeCaches()
+        self.rest = FakeRest(self.caches)
+        self.events = FakeEvents()
+        self.metrics = None
+        self._queue_metrics = lambda name: QueueMetrics()
+
+
+def test_only_task_changes_that_matter_wake_the_workflow() -> None:
+    ctl = WorkflowController(StubController())  # type: ignore[arg-type]
+    assert ctl.reconciler.waiting_seconds == 3.0
+    added: list[str] = []
+    ctl.queue.add = added.append  # type: ignore[method-assign]
+    a = task("a", "", labelled=False)
+    ctl._on_task("ADDED", a)
+    ctl._on_task("MODIFIED", a)  # nothing the Workflow counts changed
+    ctl._on_task("MODIFIED", task("a", ""))  # now labelled: same Workflow key, no change
+    ctl._on_task("MODIFIED", task("a", "Running"))
+    ctl._on_task("MODIFIED", task("a", "Running"))
+    ctl._on_task("MODIFIED", task("a", "Running", wf="other"))  # moved: both Workflows
+    ctl._on_task("DELETED", task("a", "Running", wf="other"))
+    wf, other = f"{NS}/wf", f"{NS}/other"
+    assert len(added) == 5
+    assert added[:2] == [wf, wf]  # appeared; went Running
+    assert sorted(added[2:4]) == [other, wf]  # moved: the old and the new Workflow
+    assert added[4] == other  # deleted
+
+
+def test_workflow_events_queue_the_workflow() -> None:
+    ctl = WorkflowController(StubController())  # type: ignore[arg-type]
+    added: list[str] = []
+    ctl.queue.add = added.append  # type: ignore[method-assign]
+    ctl._on_workflow("MODIFIED", workflow("x"))
+    ctl._on_workflow("DELETED", workflow("x"))
+    assert added == [f"{NS}/x", f"{NS}/x"]
