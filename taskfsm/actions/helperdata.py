@@ -5,7 +5,8 @@ of the Workflow with its credentials resolved, and the NATS settings of the proc
 MediaLocation credentials follow decisions.md D15 (the reference looked every Secret up in the
 Task's namespace and copied all of its keys):
 
-* a MediaLocation's ``secretRef`` defaults to the MediaLocation's own namespace;
+* a MediaLocation's ``secretRef`` defaults to the MediaLocation's own namespace and may not name
+  another one (as for remote MediaProcessingEntities);
 * a ClusterMediaLocation's ``secretRef`` must name its namespace;
 * when ``key`` is set only that key is copied (a missing key is an error);
 * Secret values never appear in errors: messages name the Secret and the key only.
@@ -116,6 +117,10 @@ def _resolved_location(
             if cluster_scoped:
                 raise HelperDataError(f"{owner} {path} has no namespace (required for cluster-scoped locations)")
             secret_ns = obj["metadata"]["namespace"]
+        elif not cluster_scoped and secret_ns != obj["metadata"]["namespace"]:
+            # Like a remote MediaProcessingEntity (§1.7): a namespaced object may only use its own
+            # namespace's Secrets, or anyone able to create one could copy any Secret into a Job.
+            raise HelperDataError(f"{owner} {path} references a Secret in a different namespace ({secret_ns})")
         if not ref.name:
             raise HelperDataError(f"{owner} {path} has no name")
         try:
