@@ -107,6 +107,8 @@ class TaskStatus(K8sModel):
     """The Function or ClusterFunction chosen."""
     job_ref: ExactObjectReference | None = Field(default=None, alias="jobRef")
     """The Job created in the MediaProcessingEntity's cluster."""
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    """``metadata.generation`` of the Task the last status write was computed from (taskfsm addition)."""
 
     def condition(self, condition_type: ConditionType | str) -> Condition | None:
         """The condition of ``condition_type``, or ``None``."""
