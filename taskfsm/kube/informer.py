@@ -101,6 +101,7 @@ class Informer:
         self._thread: threading.Thread | None = None
         self._response: Any = None
         self._consecutive_failures = 0
+        self._reconnect: tuple[str | None] | None = None
         self.resource_version: str | None = None
         """Where the next watch resumes; None forces a list first."""
         self.has_synced = False
@@ -129,6 +130,15 @@ class Informer:
         self._abort_stream()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+
+    def reconnect(self, resume_from: str | None = None) -> None:
+        """Close the open watch and open a new one at once: from ``resume_from`` when given, else
+        from the last resourceVersion seen. Not a failure (no backoff, ``healthy`` stays).
+
+        Failure tests use it to make the next watch start from a compacted resourceVersion (F6).
+        """
+        self._reconnect = (resume_from,)
+        self._abort_stream()
 
     def wait_synced(self, timeout: float) -> bool:
         """Block until the first list has filled the cache; False after ``timeout`` seconds."""
@@ -181,6 +191,8 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - any failure: report, back off, retry
                 if self._stopped.is_set():
                     break
+                if self._reconnect is not None:
+                    continue  # reconnect() closed the stream on purpose
                 self._failed(exc)
                 self._stopped.wait(self._backoff())
 
@@ -214,12 +226,16 @@ class Informer:
 
     def _watch(self) -> None:
         timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))  # noqa: S311 - jitter
+        resume_from = self.resource_version
+        if self._reconnect is not None:
+            (override,), self._reconnect = self._reconnect, None
+            resume_from = override or resume_from
         response = self.rest.watch(
             self.res,
             self.namespace,
             timeout_seconds=timeout,
             read_timeout=timeout + self.read_margin,
-            resourceVersion=self.resource_version,
+            resourceVersion=resume_from,
             allowWatchBookmarks="true",
             labelSelector=self.label_selector,
         )

@@ -200,11 +200,11 @@ class ControllerProcess:
                 out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
         return out
 
-    def metric(self, name: str, **labels: str) -> float:
-        """Sum of the samples called ``name`` whose labels include ``labels`` (0 when none)."""
+    def metric(self, sample: str, /, **labels: str) -> float:
+        """Sum of the samples called ``sample`` whose labels include ``labels`` (0 when none)."""
         total = 0.0
         for (sample_name, pairs), value in self.samples().items():
-            if sample_name == name and all(dict(pairs).get(k) == v for k, v in labels.items()):
+            if sample_name == sample and all(dict(pairs).get(k) == v for k, v in labels.items()):
                 total += value
         return total
 

@@ -153,10 +153,15 @@ class ApiProxy:
                 client.close()
                 continue
             link = _Link(client, upstream)
-            if mode == STALL:
-                link.stalled.set()
             with self._lock:
-                self._links.add(link)
+                mode = self._new_mode  # a cut() or stall() while connecting upstream wins
+                if mode == STALL:
+                    link.stalled.set()
+                if mode != CUT:
+                    self._links.add(link)
+            if mode == CUT:
+                link.close()
+                continue
             threading.Thread(target=self._relay, args=(link,), name="api-proxy-relay", daemon=True).start()
 
     def _relay(self, link: _Link) -> None:

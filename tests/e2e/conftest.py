@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from taskfsm.controller import Controller, Settings
 from taskfsm.crdgen import crd_documents
+from taskfsm.kube.rest import Rest
+from taskfsm.metrics import Metrics
 from taskfsm.testing.cluster import Cluster
 from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.testing.crds import install_crds
@@ -83,3 +88,66 @@ def remote_namespace(remote_control_plane: ControlPlane) -> Iterator[tuple[Contr
         with SimulatedKubelet(api, namespace=name):
             yield remote_control_plane, name
         client.CoreV1Api(api).delete_namespace(name, propagation_policy="Background")
+
+
+class RequestCounter:
+    """A :data:`taskfsm.kube.rest.Observer` counting requests by (verb, resource, code)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[str, str, int]] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, verb: str, resource: str, code: int) -> None:
+        with self._lock:
+            self._counts[(verb, resource, code)] += 1
+
+    def count(self, verb: str | None = None, resource: str | None = None, code: int | None = None) -> int:
+        with self._lock:
+            return sum(
+                n
+                for (v, r, c_), n in self._counts.items()
+                if (verb is None or v == verb) and (resource is None or r == resource) and (code is None or c_ == code)
+            )
+
+    def writes(self) -> int:
+        return sum(self.count(verb) for verb in ("POST", "PUT", "PATCH", "DELETE"))
+
+
+@pytest.fixture
+def make_controller(
+    api_client: client.ApiClient, namespace: str, crds: list[str]
+) -> Iterator[Callable[..., tuple[Controller, RequestCounter]]]:
+    """Build and start an in-process Controller for the test's namespace whose every Rest (main
+    and MediaProcessingEntity clusters) reports to the metrics and to a :class:`RequestCounter`;
+    ``rest_class`` swaps the Rest implementation, Settings fields may be overridden."""
+    built: list[Controller] = []
+
+    def make(*, rest_class: type[Rest] = Rest, **overrides: Any) -> tuple[Controller, RequestCounter]:
+        metrics, counter = Metrics(), RequestCounter()
+
+        def factory(api: client.ApiClient) -> Rest:
+            observe = metrics.request_observer(api.configuration.host)
+
+            def both(verb: str, resource: str, code: int) -> None:
+                observe(verb, resource, code)
+                counter(verb, resource, code)
+
+            return rest_class(api, observer=both)
+
+        options: dict[str, Any] = {
+            "namespace": namespace,
+            "metrics_address": None,
+            "health_address": None,
+            "resync_seconds": 30,
+            "watch_timeout": 20,
+            "read_margin": 5,
+            "shutdown_timeout": 5,
+            **overrides,
+        }
+        ctl = Controller(api_client, Settings(**options), metrics=metrics, rest_factory=factory)
+        built.append(ctl)
+        return ctl.start(), counter
+
+    yield make
+    for ctl in reversed(built):
+        ctl.stop()

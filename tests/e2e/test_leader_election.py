@@ -1,0 +1,76 @@
+"""Two ``taskfsm run --leader-elect`` replicas share a coordination.k8s.io Lease: only the leader
+reconciles; the other takes over when the leader is killed (after the lease expires) or at once
+when the leader stops gracefully and releases the Lease."""
+
+from __future__ import annotations
+
+import time
+
+from taskfsm.kube.rest import LEASES
+from taskfsm.testing import objects
+from taskfsm.testing.cluster import job_audit
+from taskfsm.testing.waiting import wait_for
+
+LEASE = "taskfsm-task-controller"
+LEASE_DURATION, RETRY_PERIOD = 15, 2
+
+
+def holder(cluster) -> str | None:
+    return (cluster.rest.get(LEASES, cluster.namespace, LEASE).get("spec") or {}).get("holderIdentity")
+
+
+def replicas(cluster, start_controller, namespace):
+    """Start replica a, wait until it leads, then start replica b (ready, following)."""
+    a = start_controller(leader_elect=True, lease_namespace=namespace, identity="replica-a", name="a")
+    wait_for(lambda: a.metric("leader_election_master_status") == 1, timeout=20, what="a leads")
+    b = start_controller(leader_elect=True, lease_namespace=namespace, identity="replica-b", name="b")
+    assert holder(cluster) == "replica-a"
+    assert b.metric("leader_election_master_status") == 0
+    return a, b
+
+
+def setup_objects(cluster) -> None:
+    cluster.create(objects.function("fn", run_seconds=0.5))
+    cluster.create(objects.local_mpe("local"))
+
+
+def run_task(cluster, name: str) -> None:
+    """A Task in a Workflow of its own (a finished Workflow would end later Tasks in it)."""
+    cluster.create(objects.workflow(f"wf-{name}"))
+    cluster.create(objects.task(name, workflow_name=f"wf-{name}", function_name="fn", mpe_name="local"))
+
+
+def test_follower_takes_over_when_the_leader_is_killed(cluster, kubelet, start_controller, namespace):
+    """Only the leader reconciles; after SIGKILL of the leader the follower acquires the expired
+    Lease and reconciles new Tasks."""
+    setup_objects(cluster)
+    a, b = replicas(cluster, start_controller, namespace)
+    run_task(cluster, "before")
+    wait_for(lambda: cluster.phase("before") == "Succeeded", timeout=30, what="before Succeeded")
+    assert a.metric("controller_runtime_reconcile_total") >= 1
+    assert b.metric("controller_runtime_reconcile_total") == 0  # the follower only watches
+
+    a.kill()
+    killed = time.monotonic()
+    wait_for(lambda: b.metric("leader_election_master_status") == 1, timeout=LEASE_DURATION + 3 * RETRY_PERIOD + 5, what="b leads")
+    print(f"takeover {time.monotonic() - killed:.1f}s after SIGKILL (lease {LEASE_DURATION}s)")
+    assert holder(cluster) == "replica-b"
+    run_task(cluster, "after")
+    wait_for(lambda: cluster.phase("after") == "Succeeded", timeout=30, what="after Succeeded")
+    assert job_audit(cluster.tasks(), cluster.jobs(), cluster.secrets()) == []
+
+
+def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(cluster, kubelet, start_controller, namespace):
+    """SIGTERM makes the leader exit 0 and release the Lease; the follower leads well before the
+    lease would have expired."""
+    setup_objects(cluster)
+    a, b = replicas(cluster, start_controller, namespace)
+    stopped = time.monotonic()
+    assert a.terminate() == 0
+    assert "controller stopped" in a.log_text()
+    wait_for(lambda: holder(cluster) != "replica-a", timeout=RETRY_PERIOD + 3, what="Lease released")
+    wait_for(lambda: b.metric("leader_election_master_status") == 1, timeout=LEASE_DURATION - 5, what="b leads")
+    print(f"takeover {time.monotonic() - stopped:.1f}s after SIGTERM (lease {LEASE_DURATION}s)")
+    assert holder(cluster) == "replica-b"
+    run_task(cluster, "after")
+    wait_for(lambda: cluster.phase("after") == "Succeeded", timeout=30, what="after Succeeded")
