@@ -57,6 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_period,
         watch_timeout=args.watch_timeout,
         read_margin=args.watch_read_margin,
+        watch_max_backoff=args.watch_max_backoff,
         shutdown_timeout=args.shutdown_timeout,
         cache_sync_timeout=args.cache_sync_timeout,
         identity=args.leader_election_identity or "",
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resync-period", type=float, default=300.0, help="seconds between reconciles of a Task with a Job, without events")
     run.add_argument("--watch-timeout", type=float, default=240.0, help="server-side watch duration in seconds (default 240)")
     run.add_argument("--watch-read-margin", type=float, default=30.0, help="seconds past the watch timeout before a silent connection counts as dead (default 30)")
+    run.add_argument("--watch-max-backoff", type=float, default=30.0, help="cap in seconds on the wait before re-opening a failing watch (default 30; jittered 0.5-1.5x)")
     run.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds in-flight reconciles get on SIGTERM (default 30)")
     run.add_argument("--cache-sync-timeout", type=float, default=120.0, help="seconds to wait for the first lists before giving up (default 120)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")

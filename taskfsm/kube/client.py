@@ -1,5 +1,11 @@
 """Building ``kubernetes.client.ApiClient`` objects for the main and the MediaProcessingEntity
 clusters: from a kubeconfig file, a kubeconfig dict (a remote MPE's Secret), or in-cluster.
+
+Every client gets :data:`RETRIES`: the HTTP client's default retries a GET whose answer does not
+arrive up to three more times, so one request on a dead connection could hold a reconcile worker
+for four read timeouts (2 minutes); here a read failure is retried once (a keep-alive connection
+the server closed is still replaced transparently), so a GET gives up after two read timeouts,
+and the reconcile is retried with backoff.
 """
 
 from __future__ import annotations
@@ -8,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from urllib3.util.retry import Retry
+
+#: At most three retries, of which at most one after a read failure (timeout or reset).
+RETRIES = Retry(total=3, read=1)
 
 #: One connection per informer watch plus the workers' requests; urllib3's default of 10 per host
 #: makes a controller with a dozen watches discard and re-open connections.
@@ -15,8 +25,10 @@ POOL_SIZE = 64
 
 
 def configured(configuration: client.Configuration) -> client.ApiClient:
-    """An ``ApiClient`` for ``configuration`` with a connection pool sized for a controller."""
+    """An ``ApiClient`` for ``configuration`` with a connection pool sized for a controller and
+    :data:`RETRIES`."""
     configuration.connection_pool_maxsize = POOL_SIZE
+    configuration.retries = RETRIES
     return client.ApiClient(configuration)
 
 

@@ -1,6 +1,6 @@
 """Two ``taskfsm run --leader-elect`` replicas share a coordination.k8s.io Lease: only the leader
 reconciles; the other takes over when the leader is killed (after the lease expires) or at once
-when the leader stops gracefully and releases the Lease."""
+when the leader stops gracefully and releases the Lease; a leader that cannot renew exits."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import time
 
 from taskfsm.kube.rest import LEASES
 from taskfsm.testing import objects
-from taskfsm.testing.cluster import job_audit
+from taskfsm.testing.cluster import job_audit, write_kubeconfig
+from taskfsm.testing.proxy import ApiProxy
 from taskfsm.testing.waiting import wait_for
 
 LEASE = "taskfsm-task-controller"
-LEASE_DURATION, RETRY_PERIOD = 15, 2
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10, 2
 
 
 def holder(cluster) -> str | None:
@@ -74,3 +75,20 @@ def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(cluster, kub
     assert holder(cluster) == "replica-b"
     run_task(cluster, "after")
     wait_for(lambda: cluster.phase("after") == "Succeeded", timeout=30, what="after Succeeded")
+
+
+def test_leader_cut_off_from_the_api_server_gives_up_and_exits(cluster, start_controller, control_plane, namespace, tmp_path):
+    """A leader that cannot renew the Lease within the renew deadline stops leading and exits 1
+    (its Deployment restarts it as a follower)."""
+    with ApiProxy(control_plane.server) as proxy:
+        kubeconfig = control_plane.kubeconfig_dict()
+        kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
+        path = write_kubeconfig(tmp_path / "via-proxy.kubeconfig", kubeconfig)
+        a = start_controller(kubeconfig=path, leader_elect=True, lease_namespace=namespace, identity="cut-off", name="a")
+        wait_for(lambda: a.metric("leader_election_master_status") == 1, timeout=20, what="a leads")
+        proxy.cut()
+        cut = time.monotonic()
+        wait_for(lambda: not a.running, timeout=RENEW_DEADLINE + 2 * RETRY_PERIOD + 10, what="a exits")
+        print(f"leader gave up {time.monotonic() - cut:.1f}s after the cut (renew deadline {RENEW_DEADLINE}s)")
+        assert a.returncode == 1
+        assert "lost the Lease" in a.log_text()
