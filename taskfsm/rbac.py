@@ -37,7 +37,9 @@ RULES: tuple[Rule, ...] = (
          "Task cache; fresh read when the cache lacks a Task; finalizer, labels and owner reference; "
          "self-deletion when the Workflow is deleted (D9)"),
     Rule((c.GROUP,), ("tasks/status",), ("patch",), "Task status (one merge patch per reconcile)"),
-    Rule((c.GROUP,), ("workflows",), ("get", "list", "watch"), "Workflow sync of Tasks (§3.5)"),
+    Rule((c.GROUP,), ("workflows",), ("get", "list", "watch", "patch"),
+         "Workflow sync of Tasks (§3.5); the Workflow controller's finalizer and labels (§4.3)"),
+    Rule((c.GROUP,), ("workflows/status",), ("patch",), "Workflow phase, counters and conditions (§4.3)"),
     Rule((c.GROUP,),
          ("functions", "clusterfunctions", "tasktemplates", "clustertasktemplates", "medialocations",
           "clustermedialocations"),
