@@ -360,12 +360,17 @@ class WorkflowReconciler:
                 break
         assert outcome is not None
         if outcome.finalized:
-            self.events.record(
-                state.workflow, NORMAL, "Deleted", "no Task is active any more; Workflow finalizer released"
-            )
+            if "remove_workflow_finalizer" in outcome.effects:
+                self.events.record(
+                    state.workflow, NORMAL, "Deleted", "no Task is active any more; Workflow finalizer released"
+                )
             return Result()
         message = outcome.message
-        self._write_status(state)
+        try:
+            self._write_status(state)
+        except KubeError as exc:  # e.g. the API server is restarting: retry with backoff
+            log.warning("workflow status write failed", extra={"workflow": key, "error": str(exc)})
+            return Result(error=f"failed to update Workflow status: {exc}")
         self._record_events(state, outcome, message)
         if message:
             return Result(error=message)
@@ -471,7 +476,7 @@ class WorkflowController:
             rest=controller.rest,
             caches=controller.caches,
             events=controller.events,
-            waiting_seconds=getattr(settings, "workflow_termination_waiting", DEFAULT_WAITING_SECONDS),
+            waiting_seconds=settings.workflow_termination_waiting,
             resync_seconds=settings.resync_seconds,
             metrics=controller.metrics,
         )

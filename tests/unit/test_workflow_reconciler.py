@@ -313,3 +313,18 @@ def test_workflow_events_queue_the_workflow() -> None:
     ctl._on_workflow("MODIFIED", workflow("x"))
     ctl._on_workflow("DELETED", workflow("x"))
     assert added == [f"{NS}/x", f"{NS}/x"]
+
+
+def test_a_failed_status_write_is_a_retried_error_not_a_crash() -> None:
+    from taskfsm.kube.errors import Unavailable
+
+    w = World()
+    w.add(workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), task("a", "Succeeded"))
+
+    def unavailable(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise Unavailable.__new__(Unavailable)
+
+    w.rest.patch = unavailable  # type: ignore[method-assign]
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error is not None and result.error.startswith("failed to update Workflow status")
+    assert w.events.recorded == []
