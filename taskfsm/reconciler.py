@@ -215,6 +215,12 @@ class TaskReconciler:
         unreachable = not observation.mpe_ready or state.cluster_error
         if not unreachable:
             return ""
+        ref = state.status.get("mediaProcessingEntityRef") or {}
+        kind = ref.get("kind") or ""
+        if kind not in (c.KIND_MEDIA_PROCESSING_ENTITY, c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY):
+            return ""  # a reference nothing can resolve: there is nothing to wait for (D22)
+        if self.caches.get(kind, ref.get("namespace") or None, ref.get("name") or "") is None:
+            return ""  # the MPE itself is gone: nobody can ever clean up through it
         if self._cleanup_expired(state.task):
             return ""
         reason = state.cluster_error or self.mpes.error(state.status.get("mediaProcessingEntityRef"))
@@ -246,6 +252,9 @@ class TaskReconciler:
 
     def _apply(self, state: PassState, outcome: PassOutcome) -> None:
         status = state.status
+        generation = state.meta.get("generation")
+        if generation is not None:
+            status["observedGeneration"] = generation
         if outcome.phase:
             status["phase"] = outcome.phase
         status["conditions"] = [cond.to_dict() for cond in outcome.conditions] or None
@@ -336,16 +345,18 @@ class TaskReconciler:
         state.cluster = cluster
         state.cluster_error = ""
         job_name = jobs.job_name(task)
+        job_ref = status.get("jobRef") or {}
         job = None
         if cluster is not None:
+            # A Job stays where it was made, even if its MPE now puts new Jobs elsewhere (D19).
+            job_namespace = job_ref.get("namespace") or cluster.namespace
             try:
-                job = self._job(state, cluster, job_name)
+                job = self._job(state, cluster, job_name, job_namespace)
             except KubeError as exc:
                 # The Job's cluster does not answer: nothing can be decided about the Job.
                 state.cluster_error = f"reading Job {job_name}: {exc}"
                 cluster = state.cluster = None
         state.job = job
-        job_ref = status.get("jobRef") or {}
         job_meta = (job or {}).get("metadata") or {}
         job_state = JobState.ABSENT
         if job is not None:
@@ -379,22 +390,31 @@ class TaskReconciler:
         except NotFound:
             return None
 
-    def _job(self, state: PassState, cluster: MpeCluster, name: str) -> dict[str, Any] | None:
+    def _job(self, state: PassState, cluster: MpeCluster, name: str, namespace: str) -> dict[str, Any] | None:
         if state.job is not None and state.job["metadata"]["name"] == name and state.created_job:
             return state.job  # created in this reconcile
-        cached = cluster.jobs.get(cluster.namespace, name)
-        job = self.caches.written.pick((cluster.cluster_id, JOBS.plural, cluster.namespace, name), cached)
-        if job is not None:
-            return job
-        status = state.task.get("status") or {}
-        if status.get("jobRef") or status.get("phase") == c.TaskPhase.RUNNING:
-            # The Task believes in a Job the cache does not show: it may be gone or the watch
-            # may lag (F1/F4). Ask the cluster before concluding it is gone.
+        if namespace != cluster.namespace:
+            # Made before the MPE's Job namespace changed: not in the watched namespace's cache.
             try:
-                return cluster.rest.get(JOBS, cluster.namespace, name)
+                return cluster.rest.get(JOBS, namespace, name)
             except NotFound:
                 return None
-        return None
+        key = (cluster.cluster_id, JOBS.plural, cluster.namespace, name)
+        cached = cluster.jobs.get(cluster.namespace, name)
+        if cached is not None:
+            return self.caches.written.pick(key, cached)
+        # The cache does not show the Job. Our own last write of it (if any) cannot tell a lagging
+        # watch from a Job deleted since (F1/F4), and neither can a Task that believes in a Job:
+        # ask the cluster, and forget our copy when the Job is gone.
+        written = self.caches.written.pick(key, None)
+        status = state.task.get("status") or {}
+        if written is None and not status.get("jobRef") and status.get("phase") != c.TaskPhase.RUNNING:
+            return None  # no Job was ever recorded: creation finds an existing one (AlreadyExists)
+        try:
+            return cluster.rest.get(JOBS, cluster.namespace, name)
+        except NotFound:
+            self.caches.written.gone(key)
+            return None
 
 
 def _owned_by(task: dict[str, Any], workflow: dict[str, Any]) -> bool:

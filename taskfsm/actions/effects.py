@@ -311,7 +311,7 @@ class TaskEffects(ObservationGuards):
         cluster = self._cluster()
         try:
             reply = cluster.rest.delete(
-                JOBS, cluster.namespace, observation.job_name, uid=observation.job_uid, propagation="Background"
+                JOBS, self._job_namespace(cluster), observation.job_name, uid=observation.job_uid, propagation="Background"
             )
         except (NotFound, Conflict):
             return
@@ -326,7 +326,9 @@ class TaskEffects(ObservationGuards):
         if patch is None:
             return
         try:
-            updated = cluster.rest.patch(JOBS, cluster.namespace, observation.job_name, patch, content_type=JSON_PATCH)
+            updated = cluster.rest.patch(
+                JOBS, self._job_namespace(cluster), observation.job_name, patch, content_type=JSON_PATCH
+            )
         except NotFound:
             return
         self.r.remember_job(cluster, updated)
@@ -339,6 +341,10 @@ class TaskEffects(ObservationGuards):
             "JobAbandoned",
             f"MediaProcessingEntity is not reachable; Job {observation.job_name} (if it exists) is left behind",
         )
+
+    def _job_namespace(self, cluster: MpeCluster) -> str:
+        """Where the observed Job is (it may predate a change of the MPE's Job namespace, D19)."""
+        return ((self.s.job or {}).get("metadata") or {}).get("namespace") or cluster.namespace
 
     def _cluster(self) -> MpeCluster:
         if self.s.cluster is None:
