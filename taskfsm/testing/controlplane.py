@@ -126,12 +126,15 @@ class ControlPlane:
         controller_manager: also run kube-controller-manager (needs the binary).
         name: a label used in log lines and the kubeconfig's cluster name.
         startup_timeout: seconds to wait for each component to become ready.
+        controller_manager_args: extra kube-controller-manager flags (the benchmarks raise its
+            client rate limits, ``--kube-api-qps``, so the Job controller is not the bottleneck).
     """
 
     bin_dir: Path | None = None
     controller_manager: bool = True
     name: str = "taskfsm-test"
     startup_timeout: float = 120.0
+    controller_manager_args: tuple[str, ...] = ()
     workdir: Path = field(init=False)
     server: str = field(init=False, default="")
     ca_file: Path = field(init=False)
@@ -139,6 +142,7 @@ class ControlPlane:
     token: str = field(init=False, default=ADMIN_TOKEN)
     etcd_url: str = field(init=False, default="")
     _procs: list[_Process] = field(init=False, default_factory=list)
+    _apiserver_args: list[str] = field(init=False, default_factory=list)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -195,6 +199,29 @@ class ControlPlane:
             f"--- {p.name} ({p.log_path}) ---\n{p.tail(lines)}" for p in self._procs
         )
 
+    def restart_apiserver(self, *, down_seconds: float = 0.0, kill: bool = False) -> None:
+        """Stop kube-apiserver only and start it again on the same port with the same serving
+        certificate and flags; etcd (so every object) and kube-controller-manager stay up.
+
+        ``kill`` sends SIGKILL instead of a graceful SIGTERM; ``down_seconds`` keeps the port
+        closed that long before the restart. Returns once ``/readyz`` answers again. Fault tests
+        use it to prove clients reconnect to a restarted API server.
+        """
+        with self._lock:
+            old = next(p for p in self._procs if p.name == "kube-apiserver")
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(old.popen.pid, signal.SIGKILL)
+            old.popen.wait(10)
+        else:
+            _terminate(old.popen, 10.0)
+        with self._lock:
+            self._procs.remove(old)
+        if down_seconds > 0:
+            time.sleep(down_seconds)
+        proc = self._spawn("kube-apiserver", self._apiserver_args)
+        self._wait(proc, self._apiserver_ready, "kube-apiserver /readyz after restart")
+
     # -- clients ---------------------------------------------------------------------------------
 
     def api_client(self) -> k8s_client.ApiClient:
@@ -229,7 +256,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, args: list[str]) -> _Process:
         log_path = self.workdir / f"{name}.log"
-        log = log_path.open("wb")
+        log = log_path.open("ab")  # append: a restarted component keeps its earlier log
         popen = subprocess.Popen(  # noqa: S603 - our own binaries, fixed arguments
             args,
             stdout=log,
@@ -276,30 +303,28 @@ class ControlPlane:
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(f"{self.token},admin,admin,system:masters\n")
         self.ca_file = cert_dir / "apiserver.crt"
-        proc = self._spawn(
-            "kube-apiserver",
-            [
-                str(self.bin_dir / "kube-apiserver"),
-                f"--etcd-servers={self.etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={port}",
-                f"--cert-dir={cert_dir}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--endpoint-reconciler-type=none",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={sa_pub}",
-                f"--service-account-signing-key-file={sa_key}",
-                f"--token-auth-file={tokens}",
-                "--authorization-mode=RBAC",
-                # Nothing creates the `default` ServiceAccount without its controller; Job pods
-                # would never be admitted.
-                "--disable-admission-plugins=ServiceAccount",
-                "--allow-privileged=true",
-                "--profiling=false",
-                "--v=1",
-            ],
-        )
+        self._apiserver_args = [
+            str(self.bin_dir / "kube-apiserver"),
+            f"--etcd-servers={self.etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={cert_dir}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--endpoint-reconciler-type=none",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={sa_pub}",
+            f"--service-account-signing-key-file={sa_key}",
+            f"--token-auth-file={tokens}",
+            "--authorization-mode=RBAC",
+            # Nothing creates the `default` ServiceAccount without its controller; Job pods
+            # would never be admitted.
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--v=1",
+        ]
+        proc = self._spawn("kube-apiserver", self._apiserver_args)
         self._wait(proc, self.ca_file.exists, "kube-apiserver serving certificate")
         self._wait(proc, self._apiserver_ready, "kube-apiserver /readyz")
 
@@ -326,6 +351,7 @@ class ControlPlane:
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
                 "--v=1",
+                *self.controller_manager_args,
             ],
         )
         # KCM has no port to poll (secure-port=0); it is ready once it survives its start-up and

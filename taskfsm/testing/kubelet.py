@@ -30,7 +30,7 @@ from typing import Any
 
 from kubernetes import client
 
-from taskfsm.kube.errors import KubeError, NotFound
+from taskfsm.kube.errors import KubeError, NotFound, Unavailable
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.rest import PODS, SECRETS, Rest
 
@@ -187,6 +187,11 @@ class SimulatedKubelet:
                 action()
             except NotFound:
                 pass  # the pod went away: nothing to play out
+            except Unavailable as exc:
+                # The API server is restarting or unreachable: a kubelet retries its status
+                # updates, so a pod is never stuck because one write was lost.
+                log.warning("simulated kubelet: API unavailable, retrying in 1 s: %s", exc)
+                self._schedule(1.0, action)
             except KubeError as exc:
                 log.warning("simulated kubelet: status write failed: %s", exc)
 

@@ -1,0 +1,330 @@
+"""Fault-injection helpers: a crashable ``taskfsm run`` process, a ledger of every child the
+controller ever made, and the lifecycle invariants a run must end with (``tests/faults``).
+
+* :class:`CrashableController` — :class:`taskfsm.testing.process.ControllerProcess` with extra
+  environment for one start, so a test can set ``TASKFSM_CRASH_AFTER`` (``taskfsm.kube.faults``)
+  for one life of the process and restart it without;
+* :class:`ChildLedger` — watches Jobs and Secrets of a namespace (on its own connection, not the
+  controller's) and remembers every UID it ever saw per Task, so "exactly one Job per Task" also
+  catches a duplicate that was created and deleted again in between two checks;
+* :class:`Fleet` — creates Tasks with a known expected outcome (one Workflow per Task, so the
+  Workflow controller's termination of a failed Workflow cannot change another Task's phase),
+  remembers which were deleted, and lists every invariant violation:
+
+  - a kept Task is in its expected terminal phase; it has exactly one Job, ever; ``status.jobRef``
+    names it; the Secret of the same name exists and is owned by that Job alone; the Job carries
+    no ``job-protection`` finalizer any more;
+  - a deleted Task is gone, and so are its Jobs and Secrets (no finalizer keeps them);
+  - no Secret with task labels outlives its Job.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from taskfsm import constants as c
+from taskfsm.kube.errors import NotFound
+from taskfsm.kube.informer import ADDED, Informer
+from taskfsm.kube.resources import TASKS
+from taskfsm.kube.rest import JOBS, SECRETS, Rest
+from taskfsm.testing import objects
+from taskfsm.testing.controlplane import REPO_ROOT, free_port
+from taskfsm.testing.process import ControllerProcess
+
+CRASH_ENV = "TASKFSM_CRASH_AFTER"
+CRASH_EXIT = 137
+TERMINAL = ("Succeeded", "Failed")
+FAST_WATCH_ARGS = ("--watch-timeout=15", "--watch-read-margin=5", "--shutdown-timeout=5", "--resync-period=20")
+"""``taskfsm run`` flags for tests: short watches and resyncs, a quick graceful stop."""
+
+
+def _child_setup() -> None:
+    import contextlib
+    import ctypes
+    import signal
+
+    os.setpgrp()
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # die with the test
+
+
+class CrashableController(ControllerProcess):
+    """A ``taskfsm run`` process whose environment can change between starts.
+
+    ``start(env={"TASKFSM_CRASH_AFTER": "create jobs"})`` runs one life with that crash point;
+    a later ``start()`` runs without it. ``lives`` counts the starts.
+    """
+
+    lives = 0
+
+    def start(
+        self, *, wait_ready: bool = True, timeout: float = 60.0, env: Mapping[str, str] | None = None
+    ) -> CrashableController:
+        if self.lives:
+            self._fresh_ports()
+        full = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        full.pop("KUBECONFIG", None)
+        if not (env or {}).get(CRASH_ENV):
+            full.pop(CRASH_ENV, None)
+        self.lives += 1
+        with self.log_path.open("ab") as log:
+            log.write(f"$ [life {self.lives}] {' '.join(self.cmd)} env={dict(env or {})}\n".encode())
+            log.flush()
+            self.popen = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+                self.cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO_ROOT,
+                env=full,
+                preexec_fn=_child_setup,  # noqa: PLW1509 - process group + death signal
+            )
+        if wait_ready:
+            self.wait_ready(timeout)
+        return self
+
+    def _fresh_ports(self) -> None:
+        """New endpoint ports for the next life: the old ones may have been taken meanwhile
+        (another process's ephemeral port), and a crashed life must not make the next fail."""
+        self.metrics_port, self.health_port = free_port(), free_port()
+        flags = {
+            "--metrics-bind-address=": f"127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address=": f"127.0.0.1:{self.health_port}",
+        }
+        self.cmd = [next((f + v for f, v in flags.items() if arg.startswith(f)), arg) for arg in self.cmd]
+
+    def wait_exit(self, timeout: float) -> int | None:
+        """The exit code once the process ended, or None if it still runs after ``timeout`` s."""
+        if self.popen is None:
+            return None
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class ChildLedger:
+    """Every Job and Secret ever seen in ``namespace``, by the Task named in its labels."""
+
+    def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
+        self.namespace = namespace
+        rest = Rest(api_client)
+        self._jobs = Informer(rest, JOBS, namespace=namespace, label_selector=c.LABEL_TASK_NAME, watch_timeout=30)
+        self._secrets = Informer(rest, SECRETS, namespace=namespace, label_selector=c.LABEL_TASK_NAME, watch_timeout=30)
+        self._lock = threading.Lock()
+        self.job_uids: dict[str, set[str]] = {}
+        self.secret_uids: dict[str, set[str]] = {}
+        self._jobs.add_handler(lambda kind, obj: self._note(self.job_uids, kind, obj))
+        self._secrets.add_handler(lambda kind, obj: self._note(self.secret_uids, kind, obj))
+
+    def _note(self, into: dict[str, set[str]], kind: str, obj: dict[str, Any]) -> None:
+        if kind != ADDED:
+            return
+        meta = obj.get("metadata") or {}
+        task = (meta.get("labels") or {}).get(c.LABEL_TASK_NAME, "")
+        with self._lock:
+            into.setdefault(task, set()).add(meta.get("uid") or "")
+
+    def __enter__(self) -> ChildLedger:
+        self._jobs.start()
+        self._secrets.start()
+        if not (self._jobs.wait_synced(30) and self._secrets.wait_synced(30)):
+            raise TimeoutError("child ledger did not sync")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._jobs.stop()
+        self._secrets.stop()
+
+    def jobs_of(self, task: str) -> set[str]:
+        with self._lock:
+            return set(self.job_uids.get(task, set()))
+
+
+@dataclass
+class Expectation:
+    name: str
+    phase: str
+    """The terminal phase the Task must reach (unless deleted)."""
+    deleted: bool = False
+
+
+@dataclass
+class Fleet:
+    """Tasks with known outcomes in one namespace, and the invariants they must end with."""
+
+    api_client: client.ApiClient
+    namespace: str
+    mpe: str = "local"
+    expectations: dict[str, Expectation] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rest = Rest(self.api_client)
+
+    # -- setup -----------------------------------------------------------------------------------
+
+    def setup(self) -> Fleet:
+        """A local MediaProcessingEntity and two Functions: ``ok`` (exit 0), ``fail`` (exit 1)."""
+        from taskfsm.kube.resources import BY_KIND
+
+        for obj in (
+            objects.local_mpe(self.mpe),
+            objects.function("ok", exit_code=0),
+            objects.function("fail", exit_code=1),
+        ):
+            self.rest.create(BY_KIND[obj["kind"]], self.namespace, obj)
+        return self
+
+    def add(self, name: str, *, fail: bool = False) -> None:
+        """Create Task ``name`` in its own Workflow; it must end Failed when ``fail``."""
+        from taskfsm.kube.resources import WORKFLOWS
+
+        self.rest.create(WORKFLOWS, self.namespace, objects.workflow(f"wf-{name}"))
+        self.expectations[name] = Expectation(name, "Failed" if fail else "Succeeded")
+        task = objects.task(name, workflow_name=f"wf-{name}", function_name="fail" if fail else "ok", mpe_name=self.mpe)
+        self.rest.create(TASKS, self.namespace, task)
+
+    def delete(self, name: str) -> None:
+        self.expectations[name].deleted = True
+        try:
+            self.rest.delete(TASKS, self.namespace, name)
+        except NotFound:
+            pass
+
+    def delete_all(self) -> None:
+        for name, exp in self.expectations.items():
+            if not exp.deleted:
+                self.delete(name)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def tasks(self) -> dict[str, dict[str, Any]]:
+        items = self.rest.list(TASKS, self.namespace)["items"]
+        return {t["metadata"]["name"]: t for t in items}
+
+    def children(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
+        """(Jobs by Task name, labelled Secrets by name) as they are now."""
+        jobs: dict[str, list[dict[str, Any]]] = {}
+        for job in self.rest.list(JOBS, self.namespace, label_selector=c.LABEL_TASK_NAME)["items"]:
+            jobs.setdefault(job["metadata"]["labels"][c.LABEL_TASK_NAME], []).append(job)
+        secrets = {
+            s["metadata"]["name"]: s
+            for s in self.rest.list(SECRETS, self.namespace, label_selector=c.LABEL_TASK_NAME)["items"]
+        }
+        return jobs, secrets
+
+    def settled(self) -> bool:
+        """Every kept Task terminal, every deleted one gone (cheap check before :meth:`violations`)."""
+        tasks = self.tasks()
+        for name, exp in self.expectations.items():
+            task = tasks.get(name)
+            if exp.deleted:
+                if task is not None:
+                    return False
+            elif task is None or ((task.get("status") or {}).get("phase") or "") not in TERMINAL:
+                return False
+        return True
+
+    def violations(self, ledger: ChildLedger | None = None) -> list[str]:
+        """Every broken invariant, readable (empty: all hold)."""
+        problems: list[str] = []
+        tasks = self.tasks()
+        jobs, secrets = self.children()
+        job_uids = {j["metadata"]["uid"] for group in jobs.values() for j in group}
+        for name, exp in sorted(self.expectations.items()):
+            task = tasks.get(name)
+            mine = jobs.get(name, [])
+            ever = ledger.jobs_of(name) if ledger is not None else set()
+            if len(ever) > 1:
+                problems.append(f"{name}: {len(ever)} Jobs were created over its life")
+            if exp.deleted:
+                if task is not None:
+                    problems.append(f"{name}: deleted but still there (finalizers {task['metadata'].get('finalizers')})")
+                for job in mine:
+                    problems.append(f"{name}: deleted but Job {job['metadata']['name']} remains "
+                                    f"(finalizers {job['metadata'].get('finalizers')})")
+                continue
+            if task is None:
+                problems.append(f"{name}: vanished without being deleted")
+                continue
+            status = task.get("status") or {}
+            phase = status.get("phase") or ""
+            if phase != exp.phase:
+                problems.append(f"{name}: phase {phase!r}, expected {exp.phase!r} (message {status.get('message')!r})")
+            if c.FINALIZER_TASK_PROTECTION not in (task["metadata"].get("finalizers") or []):
+                problems.append(f"{name}: no task-protection finalizer while it exists")
+            if len(mine) != 1:
+                problems.append(f"{name}: {len(mine)} Jobs exist")
+                continue
+            job = mine[0]
+            uid = job["metadata"]["uid"]
+            if (status.get("jobRef") or {}).get("uid") != uid:
+                problems.append(f"{name}: jobRef {status.get('jobRef')} does not name Job {uid}")
+            if c.FINALIZER_JOB_PROTECTION in (job["metadata"].get("finalizers") or []):
+                problems.append(f"{name}: Job {job['metadata']['name']} still has the job-protection finalizer")
+            secret = secrets.get(job["metadata"]["name"])
+            if secret is None:
+                problems.append(f"{name}: no Secret {job['metadata']['name']}")
+            else:
+                owners = [o.get("uid") for o in secret["metadata"].get("ownerReferences") or []]
+                if owners != [uid]:
+                    problems.append(f"{name}: Secret owners {owners} are not exactly its Job {uid}")
+        for sname, secret in sorted(secrets.items()):
+            owners = {o.get("uid") for o in secret["metadata"].get("ownerReferences") or []}
+            if not owners & job_uids:
+                problems.append(f"leaked Secret {sname} (owners {sorted(owners)})")
+        return problems
+
+    def wait_settled(self, timeout: float, ledger: ChildLedger | None = None, interval: float = 0.5) -> list[str]:
+        """Poll until there are no violations or ``timeout`` s passed; return the last violations.
+
+        Garbage collection and the last status writes trail the phases a little, so a check is
+        only final once it stays clean or time is up.
+        """
+        deadline = time.monotonic() + timeout
+        problems: list[str] = ["not checked"]
+        while True:
+            if self.settled():
+                problems = self.violations(ledger)
+                if not problems:
+                    return []
+            if time.monotonic() >= deadline:
+                return problems if problems != ["not checked"] else self._unsettled()
+            time.sleep(interval)
+
+    def _unsettled(self) -> list[str]:
+        tasks = self.tasks()
+        out = []
+        for name, exp in sorted(self.expectations.items()):
+            task = tasks.get(name)
+            if exp.deleted and task is not None:
+                out.append(f"{name}: deleted but still there (finalizers {task['metadata'].get('finalizers')}, "
+                           f"message {(task.get('status') or {}).get('message')!r})")
+            elif not exp.deleted:
+                status = (task or {}).get("status") or {}
+                if task is None or (status.get("phase") or "") not in TERMINAL:
+                    out.append(f"{name}: not terminal (phase {status.get('phase')!r}, message {status.get('message')!r})")
+        return out or self.violations()
+
+
+def kubeconfig_via(control_plane: Any, server: str, path: Path) -> Path:
+    """Write the control plane's admin kubeconfig with ``server`` (e.g. a proxy) to ``path``."""
+    import yaml
+
+    config = control_plane.kubeconfig_dict()
+    config["clusters"][0]["cluster"]["server"] = server
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def summary_line(**figures: Any) -> str:
+    return "chaos summary: " + ", ".join(f"{k}={v}" for k, v in figures.items())

@@ -1,0 +1,40 @@
+"""kube-apiserver restarts in the middle of a run: the controller reconnects and finishes every
+Task (issue 8). The restarted API server is the fault suite's own (``faults_plane``), never the
+session's shared one."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskfsm.kube.rest import NAMESPACES, Rest
+from taskfsm.testing.waiting import wait_for
+
+
+def test_restart_apiserver_keeps_objects_port_and_certificate(faults_plane, faults_api, faults_namespace):
+    """The helper itself: same URL, same CA, objects kept (etcd stays up)."""
+    server, ca = faults_plane.server, faults_plane.ca_file.read_bytes()
+    faults_plane.restart_apiserver(kill=True, down_seconds=0.5)
+    assert faults_plane.server == server
+    assert faults_plane.ca_file.read_bytes() == ca
+    with faults_plane.api_client() as fresh:
+        assert Rest(fresh).get(NAMESPACES, None, faults_namespace)["metadata"]["name"] == faults_namespace
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["sigkill", "sigterm"])
+def test_controller_finishes_every_task_across_an_apiserver_restart(
+    faults_plane, faults_api, faults_namespace, fleet, ledger, faults_kubelet, controller_process, kill
+):
+    """30 Tasks in flight, the API server goes away for 3 s (killed, or stopped gracefully),
+    10 more Tasks after it is back: all reach their phase with one Job each, deletion completes,
+    and the same controller process is still running and ready."""
+    proc = controller_process().start()
+    for i in range(30):
+        fleet.add(f"before-{i}", fail=i % 5 == 0)
+    faults_plane.restart_apiserver(kill=kill, down_seconds=3)
+    for i in range(10):
+        fleet.add(f"after-{i}", fail=i % 5 == 0)
+    assert fleet.wait_settled(120, ledger) == []
+    fleet.delete_all()
+    assert fleet.wait_settled(60, ledger) == []
+    assert proc.running
+    wait_for(lambda: proc.probe("/readyz")[0] == 200, timeout=60, what="ready after the restart")
