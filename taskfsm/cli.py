@@ -41,9 +41,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     logs.configure(level=args.log_level, json=args.log_format == "json")
     nats = None
+    extra: dict[str, object] = {}
     if args.config:
         config = WorkflowManagerConfiguration.load(args.config)
         nats = config.nats
+        extra["workflow_termination_waiting"] = config.workflow_termination_waiting.total_seconds()
     in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not args.kubeconfig
     leader_elect = args.leader_elect if args.leader_elect is not None else in_cluster
     settings = Settings(
@@ -62,6 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cache_sync_timeout=args.cache_sync_timeout,
         identity=args.leader_election_identity or "",
         nats=nats,
+        **extra,  # type: ignore[arg-type]
     )
     controller = Controller(_api_client(args), settings)
     # The handler only asks for the stop; the main thread performs it (bounded, see Settings).
@@ -89,18 +92,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_diagram(args: argparse.Namespace) -> int:
     from machines import render
 
+    argv = ["--chart", args.chart] if args.chart else []
     if args.check:
-        stale = render.stale_files()
-        for path in stale:
-            print(f"stale: {path}")
-        return 1 if stale else 0
-    if args.format and args.output:
-        data = render.render(args.format, args.highlight)
-        Path(args.output).write_bytes(data) if args.output != "-" else sys.stdout.buffer.write(data)
-        return 0
-    for path in render.write_all():
-        print(f"wrote {path}")
-    return 0
+        argv.append("--check")
+    if args.highlight or args.output:
+        argv += ["--highlight", args.highlight or "", "--format", args.format or "svg", "--output", args.output or "-"]
+    return render.main(argv)
 
 
 def cmd_crds(_args: argparse.Namespace) -> int:
@@ -154,19 +151,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the control plane running until Ctrl-C")
     demo.set_defaults(func=cmd_demo)
 
-    diagram = sub.add_parser("diagram", help="render the Task lifecycle diagrams (diagrams/, docs/lifecycle.md)")
+    diagram = sub.add_parser(
+        "diagram", help="render the Task and Workflow lifecycle diagrams (diagrams/, docs/*lifecycle.md)"
+    )
+    diagram.add_argument("--chart", choices=("task", "workflow"), help="one chart only (default: both)")
     diagram.add_argument("--check", action="store_true", help="exit 1 if the committed diagrams are stale")
-    diagram.add_argument("--format", choices=("mermaid", "dot", "svg", "png"), help="render one diagram")
-    diagram.add_argument("--highlight", help="state or phase to highlight (with --format)")
-    diagram.add_argument("--output", help="file for --format ('-' = stdout)")
+    diagram.add_argument("--highlight", help="render one diagram with this state or phase marked")
+    diagram.add_argument("--format", choices=("mermaid", "dot", "svg", "png"), help="format for --highlight (svg)")
+    diagram.add_argument("--output", help="file for --highlight ('-' = stdout)")
     diagram.set_defaults(func=cmd_diagram)
 
     crds = sub.add_parser("crds", help="print the CustomResourceDefinitions as YAML")
     crds.set_defaults(func=cmd_crds)
 
-    explain = sub.add_parser("explain", help="show a Task's phase, conditions, refs, Job and lifecycle position")
+    explain = sub.add_parser(
+        "explain", help="show a Task's (or Workflow's) phase, conditions, refs, Job and lifecycle position"
+    )
     _add_kube_flags(explain)
-    explain.add_argument("task", help="Task name")
+    explain.add_argument("task", help="Task name, or workflow/NAME for a Workflow")
     explain.add_argument("-n", "--namespace", default="default")
     explain.add_argument("--diagram", choices=("text", "mermaid", "none"), default="text", help="how to show the lifecycle")
     explain.set_defaults(func=cmd_explain)

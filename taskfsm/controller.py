@@ -138,6 +138,7 @@ class Controller:
             tasks_using=self._tasks_using,
             on_ready=self._requeue_tasks_of_mpe,
         )
+        self._workflow_facts: dict[str, tuple[Any, ...]] = {}
         self._threads: list[threading.Thread] = []
         self._servers: list[EndpointServer] = []
         self._stop_requested = threading.Event()
@@ -327,8 +328,24 @@ class Controller:
             self.caches.written.gone(("main", "tasks", meta["namespace"], meta["name"]))
         self.queue.add(_key(task))
 
-    def _on_workflow(self, _event: str, workflow: dict[str, Any]) -> None:
+    def _on_workflow(self, event: str, workflow: dict[str, Any]) -> None:
+        # A Task only cares whether its Workflow exists (uid), is being deleted or has terminated.
+        # Counter and condition updates of the Workflow controller change none of that, and
+        # re-queuing every Task on each of them made reconciles grow with the square of a
+        # Workflow's size.
         meta = workflow["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        facts = (
+            meta.get("uid"),
+            bool(meta.get("deletionTimestamp")),
+            ((workflow.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed"),
+        )
+        if event == "DELETED":
+            self._workflow_facts.pop(key, None)
+        elif self._workflow_facts.get(key) == facts:
+            return
+        else:
+            self._workflow_facts[key] = facts
         for task in self.caches.informers[c.KIND_TASK].list(meta["namespace"]):
             if ((task.get("spec") or {}).get("workflowRef") or {}).get("name") == meta["name"]:
                 self.queue.add(_key(task))
