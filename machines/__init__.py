@@ -1,4 +1,4 @@
-"""The Task lifecycle as a declarative statechart, with its pure runtime contract.
+"""The Task and Workflow lifecycles as declarative statecharts, with their pure runtime contracts.
 
 Nothing in this package imports Kubernetes or does I/O. In data-flow order:
 
@@ -12,5 +12,10 @@ Nothing in this package imports Kubernetes or does I/O. In data-flow order:
 - `conditions`: `status.conditions` from the pass's end state (§3.3, §1.10).
 - `catalog`, `diagram`, `render`: the chart as data, drawn (`python -m machines.render`).
 
-`docs/lifecycle.md` explains the contract and carries the generated transition table.
+The Workflow lifecycle mirrors this layout in the `workflow*` modules (`workflow`,
+`workflow_observation`, `workflow_guards`, `workflow_model`, `workflow_driver`,
+`workflow_conditions`, `workflow_render`).
+
+`docs/lifecycle.md` and `docs/workflow-lifecycle.md` explain the contracts and carry the
+generated transition tables.
 """

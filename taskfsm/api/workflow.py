@@ -2,7 +2,8 @@
 
 The Task controller only reads Workflows: their name, UID, deletion, ``status.phase`` (a Task of a
 terminated Workflow fails), and ``spec.humanReadable``/``config``/``mediaLocations`` for the
-helper payload (§1.11). The Workflow controller, which writes the status, is a later statechart.
+helper payload (§1.11). The Workflow controller (``machines/workflow.py``,
+``taskfsm/workflow_reconciler.py``) writes the status.
 """
 
 from __future__ import annotations
