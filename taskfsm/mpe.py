@@ -63,6 +63,8 @@ class MpeCluster:
     jobs: Informer
     fingerprint: tuple[Any, ...]
     cluster_id: str
+    watch_key: tuple[str, str, str] = ("", "", "")
+    """(cluster, Job namespace, credentials): MPEs with the same key share one Job watch."""
 
     @property
     def ready(self) -> bool:
@@ -104,7 +106,7 @@ class MpeRegistry:
         self.informer_options = informer_options or {}
         self.sync_timeout = sync_timeout
         self._clusters: dict[MpeKey, MpeCluster] = {}
-        self._watches: dict[tuple[str, str], _SharedWatch] = {}
+        self._watches: dict[tuple[str, str, str], _SharedWatch] = {}
         self._errors: dict[MpeKey, str] = {}
         self._lock = threading.RLock()
 
@@ -153,13 +155,16 @@ class MpeRegistry:
             if current is not None and current.fingerprint == fingerprint:
                 return current
         rest = self.main if not remote else self.rest_factory(api_client)
-        watch = self._watch(cluster_id, namespace, rest, key)
-        cluster = MpeCluster(key, rest, namespace, remote, watch.informer, fingerprint, cluster_id)
+        # The watch is shared only by MPEs reaching the cluster with the same credentials, so a
+        # rotated kubeconfig Secret also gives the Job watch the new client (D19).
+        watch_key = (cluster_id, namespace, str(fingerprint[1]) if remote else "")
+        watch = self._watch(watch_key, rest, key)
+        cluster = MpeCluster(key, rest, namespace, remote, watch.informer, fingerprint, cluster_id, watch_key)
         with self._lock:
             old = self._clusters.get(key)
             self._clusters[key] = cluster
             self._errors.pop(key, None)
-        if old is not None and (old.cluster_id, old.namespace) != (cluster_id, namespace):
+        if old is not None and old.watch_key != watch_key:
             self._release_watch(old)
         if not watch.informer.wait_synced(self.sync_timeout):
             error = f"MediaProcessingEntity cluster not reachable: {watch.informer.last_error or 'Job watch did not sync'}"
@@ -229,13 +234,14 @@ class MpeRegistry:
                     f"Secret '{secret_ns}/{name}' key '{key}' is not a usable kubeconfig ({type(exc).__name__})"
                 ) from None
             namespace = kube_client.kubeconfig_namespace(kubeconfig)
-            fingerprint = (generation, secret["metadata"].get("resourceVersion"))
+            fingerprint = (generation, f"{secret_ns}/{name}@{secret['metadata'].get('resourceVersion')}")
             return fingerprint, api_client, namespace, True, api_client.configuration.host
         raise MpeError("MediaProcessingEntity spec must have exactly one of local or remote")
 
-    def _watch(self, cluster_id: str, namespace: str, rest: Rest, user: MpeKey) -> _SharedWatch:
+    def _watch(self, watch_key: tuple[str, str, str], rest: Rest, user: MpeKey) -> _SharedWatch:
+        cluster_id, namespace, _ = watch_key
         with self._lock:
-            watch = self._watches.get((cluster_id, namespace))
+            watch = self._watches.get(watch_key)
             if watch is None:
                 informer = Informer(
                     rest,
@@ -247,20 +253,20 @@ class MpeRegistry:
                 )
                 informer.add_handler(self._job_event)
                 watch = _SharedWatch(informer)
-                self._watches[(cluster_id, namespace)] = watch
+                self._watches[watch_key] = watch
                 informer.start()
             watch.users.add(user)
             return watch
 
     def _release_watch(self, cluster: MpeCluster) -> None:
         with self._lock:
-            watch = self._watches.get((cluster.cluster_id, cluster.namespace))
+            watch = self._watches.get(cluster.watch_key)
             if watch is None:
                 return
             watch.users.discard(cluster.key)
             if watch.users:
                 return
-            del self._watches[(cluster.cluster_id, cluster.namespace)]
+            del self._watches[cluster.watch_key]
         watch.informer.stop()
 
     def _job_event(self, _kind: str, job: dict[str, Any]) -> None:

@@ -41,6 +41,10 @@ def test_sample_tasks_reach_their_phases_with_real_jobs(cluster, kubelet, start_
         conditions = {x["type"]: x["status"] for x in cluster.task(name)["status"]["conditions"]}
         assert conditions["Complete" if phase == "Succeeded" else "Failed"] == "True"
     assert proc.running
+    secret_values = [v for d in docs if d["kind"] == "Secret" for v in (d.get("stringData") or {}).values()]
+    assert secret_values
+    log = proc.log_text()
+    assert [v for v in secret_values if v in log] == []
 
 
 def test_deleting_a_task_deletes_its_job_and_secret(cluster, kubelet, start_controller):
@@ -68,7 +72,7 @@ def test_remote_mpe_runs_the_job_in_the_second_api_server(cluster, kubelet, star
     """A Task on a remote MediaProcessingEntity (kubeconfig Secret) succeeds; its Job and Secret
     live in the second cluster, in the kubeconfig context's namespace, and none in the first."""
     remote, remote_ns = remote_namespace
-    start_controller()
+    proc = start_controller()
     cluster.create(kubeconfig_secret("edge-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns)))
     cluster.create(remote_mpe("edge", "edge-kubeconfig"))
     cluster.create(objects.workflow("wf"))
@@ -76,6 +80,7 @@ def test_remote_mpe_runs_the_job_in_the_second_api_server(cluster, kubelet, star
     cluster.create(objects.task("far", workflow_name="wf", function_name="fn", mpe_name="edge"))
 
     wait_for(lambda: cluster.phase("far") == "Succeeded", timeout=60, what="remote Task Succeeded")
+    assert remote.token not in proc.log_text()  # the kubeconfig's credentials never reach the log
     with remote.api_client() as api:
         rest = Rest(api)
         jobs = rest.list(JOBS, remote_ns)["items"]
