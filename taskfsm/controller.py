@@ -220,6 +220,7 @@ class Controller:
     def request_stop(self) -> None:
         """Stop taking work now (safe from a signal handler); :meth:`stop` finishes the shutdown."""
         self._stop_requested.set()
+        self.registry.interrupt()
         self.queue.shutdown()
         self.mpe_queue.shutdown()
         self.workflows.shutdown()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +110,7 @@ class MpeRegistry:
         self._watches: dict[tuple[str, str, str], _SharedWatch] = {}
         self._errors: dict[MpeKey, str] = {}
         self._lock = threading.RLock()
+        self._interrupted = threading.Event()
 
     # -- lookups (reconcile workers) -------------------------------------------------------------
 
@@ -166,7 +168,9 @@ class MpeRegistry:
             self._errors.pop(key, None)
         if old is not None and old.watch_key != watch_key:
             self._release_watch(old)
-        if not watch.informer.wait_synced(self.sync_timeout):
+        if not self._wait_synced(watch.informer):
+            if self.interrupted:
+                raise MpeError("shutting down")
             error = f"MediaProcessingEntity cluster not reachable: {watch.informer.last_error or 'Job watch did not sync'}"
             self.remove(key, error=error)
             raise MpeError(error)
@@ -182,6 +186,22 @@ class MpeRegistry:
                 self._errors.pop(key, None)
         if cluster is not None:
             self._release_watch(cluster)
+
+    @property
+    def interrupted(self) -> bool:
+        """True once :meth:`interrupt` was called (the process is shutting down)."""
+        return self._interrupted.is_set()
+
+    def interrupt(self) -> None:
+        """Cut short a :meth:`sync` waiting for a Job watch (graceful shutdown)."""
+        self._interrupted.set()
+
+    def _wait_synced(self, informer: Informer) -> bool:
+        deadline = time.monotonic() + self.sync_timeout
+        while not informer.wait_synced(0.2):
+            if self._interrupted.is_set() or time.monotonic() >= deadline:
+                return False
+        return True
 
     def stop(self) -> None:
         with self._lock:

@@ -79,6 +79,8 @@ class MpeReconciler:
         try:
             self.registry.sync(mpe)
         except MpeError as exc:
+            if self.registry.interrupted:
+                return Result()  # shutting down: say nothing about the MPE
             self._set_status(mpe, ready=False, message=str(exc))
             self.events.record(mpe, WARNING, "NotReady", str(exc))
             return Result(error=str(exc))

@@ -10,8 +10,11 @@ import time
 import pytest
 
 from taskfsm import constants as c
+from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import JOBS, LEASES, Rest
 from taskfsm.testing import objects
+from taskfsm.testing.cluster import kubeconfig_secret, remote_mpe
+from taskfsm.testing.proxy import ApiProxy
 from taskfsm.testing.waiting import wait_for
 
 
@@ -95,3 +98,21 @@ def test_sigterm_releases_the_lease_and_exits_zero(cluster, kubelet, start_contr
     log = proc.log_text()
     assert "stopping" in log and "controller stopped" in log
     assert "Traceback" not in log
+
+
+def test_sigterm_does_not_wait_for_an_unreachable_mpe_cluster(cluster, start_controller, control_plane, namespace):
+    """SIGTERM while the MediaProcessingEntity reconcile waits (up to 30 s) for an unreachable
+    cluster's Job watch: the wait is cut short, nothing is abandoned, the MPE status is left as
+    it was, and the process exits 0 well within the shutdown timeout."""
+    with ApiProxy(control_plane.server) as proxy:
+        proxy.cut()
+        kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
+        kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
+        proc = start_controller(args=["--shutdown-timeout=30"])
+        cluster.create(kubeconfig_secret("gone-kubeconfig", kubeconfig))
+        cluster.create(remote_mpe("gone", "gone-kubeconfig"))
+        wait_for(lambda: proxy.accepted, timeout=20, what="the MPE cluster being tried")
+        assert proc.terminate(timeout=15) == 0
+    assert "abandoning" not in proc.log_text()
+    status = cluster.rest.get(MEDIA_PROCESSING_ENTITIES, namespace, "gone").get("status") or {}
+    assert "shutting down" not in (status.get("message") or "")
