@@ -5,7 +5,8 @@ Flow of :meth:`TaskReconciler.reconcile` (task-controller.md §3.2–§3.4):
 1. read the Task (cache, or our own newer write, or a fresh GET when neither is known);
 2. read what its lifecycle depends on: the Workflow, the MediaProcessingEntity cluster, the Job
    under the Task's deterministic name, into a ``machines.observation.TaskObservation``;
-3. run the statechart (``machines.driver.run_pass``) with :class:`~taskfsm.actions.effects.TaskEffects`;
+3. run the statechart (``machines.driver.run_pass``) with
+   :class:`~taskfsm.actions.effects.TaskEffects`;
    while a step moves the phase forward without error, observe again and take the next step, so a
    new Task usually reaches Running in one reconcile (fewer passes, fewer writes);
 4. write metadata (at most one merge patch) and status (one merge patch on ``/status``, no
@@ -24,10 +25,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from machines.conditions import Condition
 from machines.driver import PassOutcome, run_pass
 from machines.job_status import interpret_job_conditions
 from machines.observation import TERMINAL_PHASES, JobState, TaskObservation, WorkflowState
-from machines.conditions import Condition
 from taskfsm import constants as c
 from taskfsm.actions import jobs
 from taskfsm.actions.effects import ANNOTATION_JOB_RECREATED, PassState, TaskEffects
@@ -111,7 +112,9 @@ class TaskReconciler:
 
     def remember_job(self, cluster: MpeCluster, job: dict[str, Any]) -> None:
         meta = job["metadata"]
-        self.caches.written.wrote((cluster.cluster_id, JOBS.plural, meta["namespace"], meta["name"]), job)
+        self.caches.written.wrote(
+            (cluster.cluster_id, JOBS.plural, meta["namespace"], meta["name"]), job
+        )
 
     def observe_job_created(self, task: dict[str, Any], job: dict[str, Any]) -> None:
         if self.metrics is None:
@@ -119,7 +122,9 @@ class TaskReconciler:
         created = _parse_time(task["metadata"].get("creationTimestamp"))
         job_created = _parse_time(job["metadata"].get("creationTimestamp"))
         if created and job_created:
-            self.metrics.job_creation_latency.observe(max(0.0, (job_created - created).total_seconds()))
+            self.metrics.job_creation_latency.observe(
+                max(0.0, (job_created - created).total_seconds())
+            )
 
     def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
         cached = self.caches.informers[c.KIND_TASK].get(namespace, name)
@@ -145,7 +150,11 @@ class TaskReconciler:
             from taskfsm.metrics import CONTROLLER
 
             self.metrics.reconcile_time.labels(CONTROLLER).observe(time.monotonic() - started)
-            outcome = "error" if result.error else ("requeue_after" if result.requeue_after else "success")
+            outcome = (
+                "error"
+                if result.error
+                else ("requeue_after" if result.requeue_after else "success")
+            )
             self.metrics.reconcile_total.labels(CONTROLLER, outcome).inc()
             if result.error:
                 self.metrics.reconcile_errors.labels(CONTROLLER).inc()
@@ -181,7 +190,9 @@ class TaskReconciler:
         assert outcome is not None
         self._note_cleanup(state, outcome)
         if outcome.finalized:
-            self._event_once(state, NORMAL, "Deleted", "Task finalizer released; the Task is deleted")
+            self._event_once(
+                state, NORMAL, "Deleted", "Task finalizer released; the Task is deleted"
+            )
             return Result()
         message = outcome.message
         if state.metadata_dirty:
@@ -223,7 +234,9 @@ class TaskReconciler:
             return ""  # the MPE itself is gone: nobody can ever clean up through it
         if self._cleanup_expired(state.task):
             return ""
-        reason = state.cluster_error or self.mpes.error(state.status.get("mediaProcessingEntityRef"))
+        reason = state.cluster_error or self.mpes.error(
+            state.status.get("mediaProcessingEntityRef")
+        )
         text = "MediaProcessingEntity does not exist or is not ready"
         if reason:
             text += f": {reason}"
@@ -262,7 +275,11 @@ class TaskReconciler:
 
     def _finish(self, state: PassState, outcome: PassOutcome, message: str) -> Result:
         status = state.status
-        if message and outcome.error is not None and outcome.error.action == "report_mpe_unavailable":
+        if (
+            message
+            and outcome.error is not None
+            and outcome.error.action == "report_mpe_unavailable"
+        ):
             reason = self.mpes.error(status.get("mediaProcessingEntityRef")) or state.cluster_error
             if reason:
                 message = f"{message}: {reason}"
@@ -286,12 +303,18 @@ class TaskReconciler:
     def _write_status(self, state: PassState) -> None:
         before = state.original.get("status") or {}
         after = state.task.get("status") or {}
-        patch = {k: v for k, v in after.items() if before.get(k) != v and not (v is None and k not in before)}
+        patch = {
+            k: v
+            for k, v in after.items()
+            if before.get(k) != v and not (v is None and k not in before)
+        }
         if not patch:
             return
         meta = state.meta
         try:
-            updated = self.rest.patch(TASKS, meta["namespace"], meta["name"], {"status": patch}, subresource="status")
+            updated = self.rest.patch(
+                TASKS, meta["namespace"], meta["name"], {"status": patch}, subresource="status"
+            )
         except NotFound:
             return
         self.remember_task(updated)
@@ -390,7 +413,9 @@ class TaskReconciler:
         except NotFound:
             return None
 
-    def _job(self, state: PassState, cluster: MpeCluster, name: str, namespace: str) -> dict[str, Any] | None:
+    def _job(
+        self, state: PassState, cluster: MpeCluster, name: str, namespace: str
+    ) -> dict[str, Any] | None:
         if state.job is not None and state.job["metadata"]["name"] == name and state.created_job:
             return state.job  # created in this reconcile
         if namespace != cluster.namespace:
@@ -408,7 +433,11 @@ class TaskReconciler:
         # ask the cluster, and forget our copy when the Job is gone.
         written = self.caches.written.pick(key, None)
         status = state.task.get("status") or {}
-        if written is None and not status.get("jobRef") and status.get("phase") != c.TaskPhase.RUNNING:
+        if (
+            written is None
+            and not status.get("jobRef")
+            and status.get("phase") != c.TaskPhase.RUNNING
+        ):
             return None  # no Job was ever recorded: creation finds an existing one (AlreadyExists)
         try:
             return cluster.rest.get(JOBS, cluster.namespace, name)

@@ -25,9 +25,9 @@ from machines.observation import TaskObservation
 from taskfsm import constants as c
 from taskfsm.actions import helperdata, jobs, selection
 from taskfsm.events import WARNING
+from taskfsm.kube import finalizers
 from taskfsm.kube.errors import AlreadyExists, Conflict, NotFound
 from taskfsm.kube.resources import TASKS
-from taskfsm.kube import finalizers
 from taskfsm.kube.rest import JOBS, JSON_PATCH, SECRETS
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ANNOTATION_JOB_RECREATED = "taskfsm.engine.nagare.media/job-recreated"
-"""Set on a Task whose Job vanished while Running and was re-created once (its value: the lost UID)."""
+"""Set on a Task whose Job vanished while Running and was re-created once (value: the lost UID)."""
 
 
 def rfc3339(now: datetime) -> str:
@@ -147,7 +147,8 @@ class TaskEffects(ObservationGuards):
         annotations[ANNOTATION_JOB_RECREATED] = observation.job_ref_uid or "unknown"
         self.s.metadata_dirty = True
         self.s.notes.append(
-            f"Job {observation.job_name} disappeared before its outcome was recorded; re-creating it once"
+            f"Job {observation.job_name} disappeared before its outcome was recorded; "
+            "re-creating it once"
         )
         self.flush_metadata()  # durable before the new Job exists
 
@@ -180,7 +181,9 @@ class TaskEffects(ObservationGuards):
         if patch is None:
             return
         try:
-            updated = self.r.rest.patch(TASKS, meta["namespace"], meta["name"], patch, content_type=JSON_PATCH)
+            updated = self.r.rest.patch(
+                TASKS, meta["namespace"], meta["name"], patch, content_type=JSON_PATCH
+            )
         except NotFound:
             return
         self.r.remember_task(updated)
@@ -203,18 +206,15 @@ class TaskEffects(ObservationGuards):
         """§3.6.1 with D1, D11–D14; a chosen ref is sticky."""
         if self.s.status.get("mediaProcessingEntityRef"):
             return
-        result = self._selection()
-        self.s.status["mediaProcessingEntityRef"] = result.media_processing_entity_ref
+        ref, _ = selection.select_media_processing_entity(self.s.task, self.r.caches)
+        self.s.status["mediaProcessingEntityRef"] = ref
 
     def select_function(self, observation: TaskObservation) -> None:
         """§3.6.2 with D11–D14; a chosen ref is sticky."""
         if self.s.status.get("functionRef"):
             return
-        result = self._selection()
-        self.s.status["functionRef"] = result.function_ref
-
-    def _selection(self) -> selection.Selection:
-        return selection.select(self.s.task, self.r.caches)
+        ref, _ = selection.select_function(self.s.task, self.r.caches)
+        self.s.status["functionRef"] = ref
 
     def adopt_job(self, observation: TaskObservation) -> None:
         """D6: the Job under the Task's name is the Task's Job, whatever jobRef said."""
@@ -240,7 +240,7 @@ class TaskEffects(ObservationGuards):
         namespace = task["metadata"]["namespace"]
         workflow = self.s.workflow
         if workflow is None:
-            raise RuntimeError(f'failed to fetch Workflow: {observation.workflow_name}')
+            raise RuntimeError(f"failed to fetch Workflow: {observation.workflow_name}")
         function_ref = self.s.status.get("functionRef") or {}
         function = self.r.caches.get(
             function_ref.get("kind") or c.KIND_FUNCTION,
@@ -249,18 +249,25 @@ class TaskEffects(ObservationGuards):
         )
         if function is None:
             pair = selection.FUNCTION
-            raise RuntimeError(pair.not_found(function_ref.get("kind") or c.KIND_FUNCTION, function_ref.get("name", "")))
+            raise RuntimeError(
+                pair.not_found(
+                    function_ref.get("kind") or c.KIND_FUNCTION, function_ref.get("name", "")
+                )
+            )
         if function_ref.get("kind") not in (c.KIND_FUNCTION, c.KIND_CLUSTER_FUNCTION):
             raise RuntimeError("functionRef does not reference a Function or ClusterFunction")
         template = selection.task_template(task.get("spec") or {}, namespace, self.r.caches)
         if (function.get("spec") or {}).get("localMediaProcessingEntitiesOnly") and cluster.remote:
             raise RuntimeError(
-                "localMediaProcessingEntitiesOnly is true, but selected MediaProcessingEntity is remote"
+                "localMediaProcessingEntitiesOnly is true, "
+                "but selected MediaProcessingEntity is remote"
             )
         # Everything that can fail on the Task's own inputs (template patches, MediaLocations and
         # their Secrets) is built before anything is created: a Task that cannot run leaves no
         # Job behind, least of all one whose pods wait for a Secret that never comes (D5, F9).
-        body = jobs.build_job(task=task, function=function, task_template=template, namespace=cluster.namespace)
+        body = jobs.build_job(
+            task=task, function=function, task_template=template, namespace=cluster.namespace
+        )
         payload = helperdata.build_payload(
             task=task,
             workflow=workflow,
@@ -273,7 +280,8 @@ class TaskEffects(ObservationGuards):
         job = self.s.job
         if job is not None and not jobs.owns(job, task):
             raise RuntimeError(
-                f"Job {cluster.namespace}/{job['metadata']['name']} already exists and does not belong to this Task"
+                f"Job {cluster.namespace}/{job['metadata']['name']} already exists "
+                "and does not belong to this Task"
             )
         if job is None:
             job = self._create_or_adopt(cluster, JOBS, body)
@@ -290,11 +298,16 @@ class TaskEffects(ObservationGuards):
                 SECRETS,
                 cluster.namespace,
                 secret["metadata"]["name"],
-                {"metadata": {"ownerReferences": secret["metadata"]["ownerReferences"]}, "data": secret["data"]},
+                {
+                    "metadata": {"ownerReferences": secret["metadata"]["ownerReferences"]},
+                    "data": secret["data"],
+                },
             )
         self.s.status["jobRef"] = jobs.exact_ref(job)
 
-    def _create_or_adopt(self, cluster: MpeCluster, res: Any, body: dict[str, Any]) -> dict[str, Any]:
+    def _create_or_adopt(
+        self, cluster: MpeCluster, res: Any, body: dict[str, Any]
+    ) -> dict[str, Any]:
         name = body["metadata"]["name"]
         try:
             return cluster.rest.create(res, cluster.namespace, body)
@@ -302,7 +315,8 @@ class TaskEffects(ObservationGuards):
             current = cluster.rest.get(res, cluster.namespace, name)
         if not jobs.owns(current, self.s.task):
             raise RuntimeError(
-                f"{res.kind} {cluster.namespace}/{name} already exists and does not belong to this Task"
+                f"{res.kind} {cluster.namespace}/{name} already exists "
+                "and does not belong to this Task"
             )
         return current
 
@@ -311,11 +325,17 @@ class TaskEffects(ObservationGuards):
         cluster = self._cluster()
         try:
             reply = cluster.rest.delete(
-                JOBS, self._job_namespace(cluster), observation.job_name, uid=observation.job_uid, propagation="Background"
+                JOBS,
+                self._job_namespace(cluster),
+                observation.job_name,
+                uid=observation.job_uid,
+                propagation="Background",
             )
         except (NotFound, Conflict):
             return
-        if reply.get("kind") == c.KIND_JOB:  # still there (finalizers): remember its deletionTimestamp
+        if (
+            reply.get("kind") == c.KIND_JOB
+        ):  # still there (finalizers): remember its deletionTimestamp
             self.s.job = reply
             self.r.remember_job(cluster, reply)
 
@@ -327,7 +347,11 @@ class TaskEffects(ObservationGuards):
             return
         try:
             updated = cluster.rest.patch(
-                JOBS, self._job_namespace(cluster), observation.job_name, patch, content_type=JSON_PATCH
+                JOBS,
+                self._job_namespace(cluster),
+                observation.job_name,
+                patch,
+                content_type=JSON_PATCH,
             )
         except NotFound:
             return
@@ -339,7 +363,8 @@ class TaskEffects(ObservationGuards):
             self.s.task,
             WARNING,
             "JobAbandoned",
-            f"MediaProcessingEntity is not reachable; Job {observation.job_name} (if it exists) is left behind",
+            f"MediaProcessingEntity is not reachable; Job {observation.job_name} "
+            "(if it exists) is left behind",
         )
 
     def _job_namespace(self, cluster: MpeCluster) -> str:

@@ -1,4 +1,4 @@
-"""Assembling a Task's helper-data payload (``data.json``, task-controller.md §1.11, §3.7 steps 8–11).
+"""Assembling a Task's helper-data payload (``data.json``; task-controller.md §1.11, §3.7 8-11).
 
 The payload carries the Workflow and Task identities, the merged configuration, every MediaLocation
 of the Workflow with its credentials resolved, and the NATS settings of the process configuration.
@@ -42,7 +42,7 @@ SecretReader = Callable[[str, str], Mapping[str, Any]]
 
 
 class HelperDataError(Exception):
-    """The payload cannot be built; the message is the ``status.message`` text (no secret values)."""
+    """The payload cannot be built; the message is the ``status.message`` (no secret values)."""
 
 
 def merged_config(
@@ -107,7 +107,9 @@ def _resolved_location(
     try:
         spec = MediaLocationSpec.model_validate(obj.get("spec") or {})
     except ValidationError as exc:
-        raise HelperDataError(f"{obj['kind']} {obj['metadata']['name']!r}: {describe_validation_error(exc)}") from None
+        raise HelperDataError(
+            f"{obj['kind']} {obj['metadata']['name']!r}: {describe_validation_error(exc)}"
+        ) from None
     cluster_scoped = obj["kind"] == c.KIND_CLUSTER_MEDIA_LOCATION
     owner = f"{obj['kind']} {obj['metadata']['name']!r}"
 
@@ -115,12 +117,16 @@ def _resolved_location(
         secret_ns = ref.namespace or ""
         if not secret_ns:
             if cluster_scoped:
-                raise HelperDataError(f"{owner} {path} has no namespace (required for cluster-scoped locations)")
+                raise HelperDataError(
+                    f"{owner} {path} has no namespace (required for cluster-scoped locations)"
+                )
             secret_ns = obj["metadata"]["namespace"]
         elif not cluster_scoped and secret_ns != obj["metadata"]["namespace"]:
             # Like a remote MediaProcessingEntity (§1.7): a namespaced object may only use its own
             # namespace's Secrets, or anyone able to create one could copy any Secret into a Job.
-            raise HelperDataError(f"{owner} {path} references a Secret in a different namespace ({secret_ns})")
+            raise HelperDataError(
+                f"{owner} {path} references a Secret in a different namespace ({secret_ns})"
+            )
         if not ref.name:
             raise HelperDataError(f"{owner} {path} has no name")
         try:
@@ -132,7 +138,9 @@ def _resolved_location(
         data = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
         if ref.key:
             if ref.key not in data:
-                raise HelperDataError(f"Secret '{secret_ns}/{ref.name}' has no key '{ref.key}' ({owner} {path})")
+                raise HelperDataError(
+                    f"Secret '{secret_ns}/{ref.name}' has no key '{ref.key}' ({owner} {path})"
+                )
             return {ref.key: data[ref.key]}
         return data
 

@@ -1,4 +1,4 @@
-"""The Job and the helper-data Secret a Task runs as (task-controller.md §1.13, §2, §3.7 steps 12–18).
+"""The Job and the helper-data Secret a Task runs as (task-controller.md §1.13, §2, §3.7 12-18).
 
 Pure builders over plain Kubernetes JSON. With the fixes of decisions.md:
 
@@ -49,7 +49,9 @@ def job_name(task: Mapping[str, Any]) -> str:
     """
     meta = task["metadata"]
     digest = hashlib.sha256(meta["uid"].encode()).hexdigest()[:_HASH_LEN]
-    stem = re.sub(r"[^a-z0-9-]", "-", meta["name"].lower())[: MAX_JOB_NAME - _HASH_LEN - 1].strip("-")
+    stem = re.sub(r"[^a-z0-9-]", "-", meta["name"].lower())[: MAX_JOB_NAME - _HASH_LEN - 1].strip(
+        "-"
+    )
     return f"{stem or 'task'}-{digest}"
 
 
@@ -77,7 +79,9 @@ def build_job(
         ((task_template or {}).get("spec") or {}).get("templatePatches"),
         (task.get("spec") or {}).get("templatePatches"),
     ]
-    merged = merge_job_template(copy.deepcopy((function.get("spec") or {}).get("template") or {}), *patches)
+    merged = merge_job_template(
+        copy.deepcopy((function.get("spec") or {}).get("template") or {}), *patches
+    )
     name = job_name(task)
     template_meta = merged.get("metadata") or {}
     spec = copy.deepcopy(merged.get("spec") or {})
@@ -104,7 +108,8 @@ def _add_task_data_volume(pod_spec: dict[str, Any], *, secret_name: str) -> None
     volumes = pod_spec.setdefault("volumes", [])
     if any(v.get("name") == c.TASK_DATA_VOLUME_NAME for v in volumes):
         raise JobTemplateError(
-            f"the Job template already has a volume named {c.TASK_DATA_VOLUME_NAME}, which taskfsm reserves"
+            f"the Job template already has a volume named {c.TASK_DATA_VOLUME_NAME}, "
+            "which taskfsm reserves"
         )
     volumes.append({"name": c.TASK_DATA_VOLUME_NAME, "secret": {"secretName": secret_name}})
     mount = {"name": c.TASK_DATA_VOLUME_NAME, "mountPath": c.TASK_DATA_MOUNT_PATH, "readOnly": True}
@@ -147,7 +152,7 @@ def build_secret(
 
 
 def exact_ref(job: Mapping[str, Any]) -> dict[str, str]:
-    """``status.jobRef``: an ExactObjectReference with apiVersion/kind filled at once (§3.7 step 17)."""
+    """``status.jobRef``: an ExactObjectReference, apiVersion/kind filled at once (§3.7 step 17)."""
     meta = job["metadata"]
     return {
         "apiVersion": c.JOB_API_VERSION,

@@ -13,7 +13,8 @@ Precedence, with the fixes of decisions.md:
   Task's namespace, else the cluster kind if one exists, else the namespaced kind.
 * A referenced TaskTemplate that does not exist is an error, here as in JobPending (D11).
 * The Task spec is never modified (D14); results are new ObjectReference dicts.
-* A referenced object must exist (so the refs written to status always named a real object).
+* A referenced object must exist (so the refs written to status always named a real object)
+  and not be being deleted; selectors and defaults skip objects being deleted.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ MPE = KindPair(
     c.PLURAL_MEDIA_PROCESSING_ENTITIES,
     c.PLURAL_CLUSTER_MEDIA_PROCESSING_ENTITIES,
 )
-FUNCTION = KindPair(c.KIND_FUNCTION, c.KIND_CLUSTER_FUNCTION, c.PLURAL_FUNCTIONS, c.PLURAL_CLUSTER_FUNCTIONS)
+FUNCTION = KindPair(
+    c.KIND_FUNCTION, c.KIND_CLUSTER_FUNCTION, c.PLURAL_FUNCTIONS, c.PLURAL_CLUSTER_FUNCTIONS
+)
 TASK_TEMPLATE = KindPair(
     c.KIND_TASK_TEMPLATE,
     c.KIND_CLUSTER_TASK_TEMPLATE,
@@ -111,7 +114,14 @@ def resolve_ref(
     obj = catalog.get(kind, namespace if kind == pair.namespaced else None, name)
     if obj is None:
         raise SelectionError(pair.not_found(kind, name))
+    if _terminating(obj):
+        raise SelectionError(f"{kind} {name!r} is being deleted")
     return {**obj, "kind": kind}
+
+
+def _terminating(obj: Mapping[str, Any]) -> bool:
+    """Being deleted: never chosen for a new Task (an MPE waits for its Tasks before it goes)."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def select_by_selector(
@@ -129,7 +139,8 @@ def select_by_selector(
         found = [
             {**o, "kind": kind}
             for o in catalog.list(kind, ns)
-            if selectors.matches(selector, (o.get("metadata") or {}).get("labels"))
+            if not _terminating(o)
+            and selectors.matches(selector, (o.get("metadata") or {}).get("labels"))
         ]
         if found:
             return _best(found, pair)
@@ -167,7 +178,9 @@ class Selection:
     function_source: str
 
 
-def task_template(spec: Mapping[str, Any], namespace: str, catalog: Catalog) -> dict[str, Any] | None:
+def task_template(
+    spec: Mapping[str, Any], namespace: str, catalog: Catalog
+) -> dict[str, Any] | None:
     """The Task's TaskTemplate or ClusterTaskTemplate, None when it names none (D11: must exist)."""
     ref = spec.get("taskTemplateRef")
     if not ref:
@@ -190,18 +203,43 @@ def select(task: Mapping[str, Any], catalog: Catalog) -> Selection:
             could be chosen (``failed to reconcile MediaProcessingEntity`` / ``... Function``,
             followed by what was tried).
     """
+    mpe_ref, mpe_source = select_media_processing_entity(task, catalog)
+    function_ref, function_source = select_function(task, catalog)
+    return Selection(mpe_ref, function_ref, mpe_source, function_source)
+
+
+def _template_spec(task: Mapping[str, Any], catalog: Catalog) -> tuple[str, Mapping[str, Any], Any]:
     namespace = task["metadata"]["namespace"]
     spec = task.get("spec") or {}
     template = task_template(spec, namespace, catalog)
-    template_spec = (template or {}).get("spec") or {}
+    return namespace, spec, (template or {}).get("spec") or {}
+
+
+def select_media_processing_entity(
+    task: Mapping[str, Any], catalog: Catalog
+) -> tuple[dict[str, str], str]:
+    """The MediaProcessingEntity for ``task`` (§3.6.1, D1) and the rule that chose it.
+
+    Raises:
+        SelectionError: as :func:`select`.
+    """
+    namespace, spec, template_spec = _template_spec(task, catalog)
     mpe, mpe_source = _choose(
         MPE,
         namespace,
         catalog,
         [
             ("spec.mediaProcessingEntityRef", spec.get("mediaProcessingEntityRef"), "ref"),
-            ("spec.mediaProcessingEntitySelector", spec.get("mediaProcessingEntitySelector"), "selector"),
-            ("taskTemplate.spec.mediaProcessingEntityRef", template_spec.get("mediaProcessingEntityRef"), "ref"),
+            (
+                "spec.mediaProcessingEntitySelector",
+                spec.get("mediaProcessingEntitySelector"),
+                "selector",
+            ),
+            (
+                "taskTemplate.spec.mediaProcessingEntityRef",
+                template_spec.get("mediaProcessingEntityRef"),
+                "ref",
+            ),
             (
                 "taskTemplate.spec.mediaProcessingEntitySelector",
                 template_spec.get("mediaProcessingEntitySelector"),
@@ -213,10 +251,21 @@ def select(task: Mapping[str, Any], catalog: Catalog) -> Selection:
         mpe, mpe_source = _default_mpe(namespace, catalog)
     if mpe is None:
         raise SelectionError(
-            "failed to reconcile MediaProcessingEntity: no mediaProcessingEntityRef or selector match "
+            "failed to reconcile MediaProcessingEntity: "
+            "no mediaProcessingEntityRef or selector match "
             "on the Task or its TaskTemplate, and no MediaProcessingEntity annotated "
             f'{c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY}: "true"'
         )
+    return object_ref(mpe, MPE), mpe_source
+
+
+def select_function(task: Mapping[str, Any], catalog: Catalog) -> tuple[dict[str, str], str]:
+    """The Function for ``task`` (§3.6.2) and the rule that chose it.
+
+    Raises:
+        SelectionError: as :func:`select`.
+    """
+    namespace, spec, template_spec = _template_spec(task, catalog)
     function, function_source = _choose(
         FUNCTION,
         namespace,
@@ -225,7 +274,11 @@ def select(task: Mapping[str, Any], catalog: Catalog) -> Selection:
             ("spec.functionRef", spec.get("functionRef"), "ref"),
             ("spec.functionSelector", spec.get("functionSelector"), "selector"),
             ("taskTemplate.spec.functionRef", template_spec.get("functionRef"), "ref"),
-            ("taskTemplate.spec.functionSelector", template_spec.get("functionSelector"), "selector"),
+            (
+                "taskTemplate.spec.functionSelector",
+                template_spec.get("functionSelector"),
+                "selector",
+            ),
         ],
     )
     if function is None:
@@ -233,7 +286,7 @@ def select(task: Mapping[str, Any], catalog: Catalog) -> Selection:
             "failed to reconcile Function: no functionRef or functionSelector match on the Task "
             "or its TaskTemplate"
         )
-    return Selection(object_ref(mpe, MPE), object_ref(function, FUNCTION), mpe_source, function_source)
+    return object_ref(function, FUNCTION), function_source
 
 
 def _choose(
@@ -258,7 +311,8 @@ def _default_mpe(namespace: str, catalog: Catalog) -> tuple[dict[str, Any] | Non
         defaults = [
             {**o, "kind": kind}
             for o in catalog.list(kind, ns)
-            if ((o.get("metadata") or {}).get("annotations") or {}).get(
+            if not _terminating(o)
+            and ((o.get("metadata") or {}).get("annotations") or {}).get(
                 c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY
             )
             == c.ANNOTATION_VALUE_TRUE

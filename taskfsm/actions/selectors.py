@@ -29,11 +29,18 @@ def validate(selector: Mapping[str, Any], *, field: str) -> None:
         raise SelectorError(f"{field}.matchLabels: must map label keys to string values")
     for i, req in enumerate(selector.get("matchExpressions") or []):
         where = f"{field}.matchExpressions[{i}]"
-        if not isinstance(req, Mapping) or not isinstance(req.get("key"), str) or not req.get("key"):
+        if (
+            not isinstance(req, Mapping)
+            or not isinstance(req.get("key"), str)
+            or not req.get("key")
+        ):
             raise SelectorError(f"{where}.key: required")
         op, values = req.get("operator"), req.get("values") or []
         if op not in OPERATORS:
-            raise SelectorError(f"{where}.operator: {op!r} is not a valid selector operator ({', '.join(OPERATORS)})")
+            raise SelectorError(
+                f"{where}.operator: {op!r} is not a valid selector operator "
+                f"({', '.join(OPERATORS)})"
+            )
         if op in ("In", "NotIn") and not values:
             raise SelectorError(f"{where}.values: must be non-empty for operator {op}")
         if op in ("Exists", "DoesNotExist") and values:

@@ -45,7 +45,12 @@ def externally_managed(function: dict[str, Any]) -> dict[str, Any]:
 
 def task_template(name: str, *, cluster: bool = False, **spec: Any) -> dict[str, Any]:
     kind = c.KIND_CLUSTER_TASK_TEMPLATE if cluster else c.KIND_TASK_TEMPLATE
-    return {"apiVersion": c.API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": dict(spec)}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
 
 
 def secret(name: str, data: dict[str, str], *, namespace: str | None = None) -> dict[str, Any]:
@@ -93,7 +98,9 @@ def s3_location(
     }
 
 
-def location_entry(name: str, ref_name: str, *, kind: str | None = c.KIND_MEDIA_LOCATION) -> dict[str, Any]:
+def location_entry(
+    name: str, ref_name: str, *, kind: str | None = c.KIND_MEDIA_LOCATION
+) -> dict[str, Any]:
     """One entry of a Workflow's ``spec.mediaLocations``."""
     ref: dict[str, Any] = {"name": ref_name}
     if kind:
@@ -106,7 +113,9 @@ def mpe_ref(name: str, *, cluster: bool = False, kind: str | None = "") -> dict[
     ref = {"name": name}
     if kind is None:
         return ref
-    ref["kind"] = kind or (c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY if cluster else c.KIND_MEDIA_PROCESSING_ENTITY)
+    ref["kind"] = kind or (
+        c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY if cluster else c.KIND_MEDIA_PROCESSING_ENTITY
+    )
     return ref
 
 
@@ -135,4 +144,28 @@ def annotated(obj: dict[str, Any], **annotations: str) -> dict[str, Any]:
 
 def default_mpe(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy of an MPE marked as the default (``is-default-media-processing-entity: "true"``)."""
-    return annotated(obj, **{c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY: c.ANNOTATION_VALUE_TRUE})
+    return annotated(
+        obj, **{c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY: c.ANNOTATION_VALUE_TRUE}
+    )
+
+
+def kubeconfig_secret(
+    name: str, kubeconfig: dict[str, Any], *, key: str = "kubeconfig"
+) -> dict[str, Any]:
+    """A Secret holding ``kubeconfig`` (a dict) as YAML under ``key``, for a remote MPE."""
+    import yaml
+
+    return secret(name, {key: yaml.safe_dump(kubeconfig)})
+
+
+def remote_mpe(name: str, *, secret_name: str, key: str | None = None) -> dict[str, Any]:
+    """A remote MediaProcessingEntity whose kubeconfig is in Secret ``secret_name``."""
+    ref: dict[str, Any] = {"name": secret_name}
+    if key:
+        ref["key"] = key
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
+        "metadata": {"name": name},
+        "spec": {"remote": {"kubeconfig": {"secretRef": ref}}},
+    }

@@ -161,7 +161,9 @@ def _resource_of(res: Resource, path: str) -> str:
 class FaultyRest(Rest):
     """A :class:`Rest` that logs every request and applies :class:`Faults`."""
 
-    def __init__(self, api_client: client.ApiClient, *, log: RequestLog, faults: Faults, **kwargs: Any) -> None:
+    def __init__(
+        self, api_client: client.ApiClient, *, log: RequestLog, faults: Faults, **kwargs: Any
+    ) -> None:
         super().__init__(api_client, **kwargs)
         self.log = log
         self.faults = faults
@@ -186,8 +188,10 @@ class FaultyRest(Rest):
         return result
 
 
-def rest_factory(log: RequestLog, faults: Faults | None = None) -> Callable[[client.ApiClient], Rest]:
-    """A ``Controller(rest_factory=...)`` building :class:`FaultyRest`\\ s sharing ``log``/``faults``."""
+def rest_factory(
+    log: RequestLog, faults: Faults | None = None
+) -> Callable[[client.ApiClient], Rest]:
+    """For ``Controller(rest_factory=...)``: FaultyRests sharing ``log`` and ``faults``."""
     shared = faults or Faults()
 
     def build(api: client.ApiClient) -> Rest:
@@ -197,7 +201,7 @@ def rest_factory(log: RequestLog, faults: Faults | None = None) -> Callable[[cli
 
 
 class RequestCounter:
-    """A plain ``Rest`` observer counting requests by (verb, resource, code) (no paths, no bodies)."""
+    """A ``Rest`` observer counting requests by (verb, resource, code); no paths, no bodies."""
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, str, int], int] = {}
@@ -219,7 +223,9 @@ class RequestCounter:
     @staticmethod
     def writes(counts: dict[tuple[str, str, int], int], *, events: bool = False) -> int:
         return sum(
-            n for (verb, resource, _), n in counts.items() if verb in WRITE_VERBS and (resource == "events") == events
+            n
+            for (verb, resource, _), n in counts.items()
+            if verb in WRITE_VERBS and (resource == "events") == events
         )
 
     @staticmethod
@@ -261,5 +267,6 @@ class ReconcileTap:
                 seen = self._counts.get(key, 0)
             self.controller.queue.add(key)
             with self._cv:
-                if not self._cv.wait_for(lambda: self._counts.get(key, 0) > seen, timeout):
+                done = self._cv.wait_for(lambda seen=seen: self._counts.get(key, 0) > seen, timeout)
+                if not done:
                     raise TimeoutError(f"no reconcile of {key} within {timeout:.0f}s")

@@ -31,7 +31,9 @@ def now_rfc3339() -> str:
 
 def conditions_of(obj: dict[str, Any]) -> dict[str, str]:
     """``{type: status}`` of an object's ``status.conditions``."""
-    return {cond["type"]: cond["status"] for cond in (obj.get("status") or {}).get("conditions") or []}
+    return {
+        cond["type"]: cond["status"] for cond in (obj.get("status") or {}).get("conditions") or []
+    }
 
 
 class Probe:
@@ -57,26 +59,36 @@ class Probe:
 
     def wait_phase(self, name: str, phase: str, *, timeout: float = 60) -> dict[str, Any]:
         """Wait until Task ``name`` is in ``phase``; return the Task."""
+
         def probe() -> dict[str, Any] | None:
             task = self.task(name)
             return task if task and (task.get("status") or {}).get("phase") == phase else None
 
-        return wait_for(probe, timeout=timeout, what=f"Task {name} {phase} (now {self.phase(name)!r}: {self.status(name).get('message')!r})")
+        try:
+            return wait_for(probe, timeout=timeout, what=f"Task {name} {phase}")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; Task status now: {self.status(name)!r}") from None
 
     def wait_message(self, name: str, fragment: str, *, timeout: float = 60) -> dict[str, Any]:
         """Wait until Task ``name``'s ``status.message`` contains ``fragment``; return the Task."""
+
         def probe() -> dict[str, Any] | None:
             task = self.task(name)
             message = ((task or {}).get("status") or {}).get("message") or ""
             return task if fragment in message else None
 
-        return wait_for(probe, timeout=timeout, what=f"Task {name} message containing {fragment!r} (now {self.status(name).get('message')!r})")
+        try:
+            return wait_for(probe, timeout=timeout, what=f"Task {name} message with {fragment!r}")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; Task status now: {self.status(name)!r}") from None
 
     def task_gone(self, name: str) -> bool:
         return self.task(name) is None
 
     def patch_task_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
-        return self.rest.patch(TASKS, self.namespace, name, {"status": status}, subresource="status")
+        return self.rest.patch(
+            TASKS, self.namespace, name, {"status": status}, subresource="status"
+        )
 
     # -- Jobs, Secrets, pods ---------------------------------------------------------------------
 
@@ -91,7 +103,9 @@ class Probe:
 
     def secrets(self, namespace: str | None = None) -> list[dict[str, Any]]:
         items = self.rest.list(SECRETS, namespace or self.namespace).get("items") or []
-        return [s for s in items if c.LABEL_TASK_NAME in ((s.get("metadata") or {}).get("labels") or {})]
+        return [
+            s for s in items if c.LABEL_TASK_NAME in ((s.get("metadata") or {}).get("labels") or {})
+        ]
 
     def secret(self, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         try:
@@ -106,14 +120,24 @@ class Probe:
         return json.loads(base64.b64decode(secret["data"][c.TASK_DATA_FILE_NAME]))
 
     def pods(self, job_name: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        body = self.rest.list(PODS, namespace or self.namespace, label_selector=f"batch.kubernetes.io/job-name={job_name}")
+        body = self.rest.list(
+            PODS,
+            namespace or self.namespace,
+            label_selector=f"batch.kubernetes.io/job-name={job_name}",
+        )
         return body.get("items") or []
 
-    def set_job_status(self, name: str, status: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    def set_job_status(
+        self, name: str, status: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
         """Write a Job's status through ``jobs/status`` (the test plays the Job controller)."""
-        return self.rest.patch(JOBS, namespace or self.namespace, name, {"status": status}, subresource="status")
+        return self.rest.patch(
+            JOBS, namespace or self.namespace, name, {"status": status}, subresource="status"
+        )
 
-    def delete_job(self, name: str, namespace: str | None = None, *, strip_finalizers: bool = True) -> None:
+    def delete_job(
+        self, name: str, namespace: str | None = None, *, strip_finalizers: bool = True
+    ) -> None:
         """Delete a Job (background propagation), removing its finalizers first if asked."""
         ns = namespace or self.namespace
         if strip_finalizers:
@@ -134,7 +158,7 @@ class Probe:
 
 
 class ClusterScoped:
-    """Creates cluster-scoped nagare objects and removes them (finalizers first) at :meth:`cleanup`."""
+    """Creates cluster-scoped nagare objects; :meth:`cleanup` removes them, finalizers first."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self.rest = Rest(api_client)

@@ -72,7 +72,7 @@ class TcpProxy:
         while not self._stop.is_set():
             try:
                 client_sock, _ = self._listener.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return

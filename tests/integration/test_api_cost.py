@@ -1,7 +1,8 @@
 """API requests a Task costs on the happy path (creation → Succeeded), counted on the client.
 
 The Controller's every ``Rest`` carries a counting observer (the same hook that feeds
-``rest_client_requests_total``); a request log tells the Task's Events from the Workflow's. Counted per Task: writes to Tasks, Jobs and Secrets (the
+``rest_client_requests_total``); a request log tells the Task's Events from the Workflow's.
+Counted per Task: writes to Tasks, Jobs and Secrets (the
 Workflow and MediaProcessingEntity controllers' own writes are not the Task's), single-object
 GETs (reads not served by a cache), and Events separately. Issue 5's goal: at most 6 writes and
 3 uncached reads per Task. Write counts are deterministic and asserted; uncached reads depend on
@@ -34,14 +35,19 @@ def test_happy_path_api_cost_per_task(controller_factory, engine, kubelet, probe
     Running, status Succeeded, Job finalizer release) and at most 3 uncached reads; Events apart."""
     counter, log, faults = RequestCounter(), RequestLog(), Faults()
     ctl = controller_factory(
-        rest_factory=lambda api: FaultyRest(api, log=log, faults=faults, observer=counter), start=False
+        rest_factory=lambda api: FaultyRest(api, log=log, faults=faults, observer=counter),
+        start=False,
     )
     tap = ReconcileTap(ctl)
     ctl.start()
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
-    wait_for(lambda: conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, "m")).get("Ready") == "True", timeout=30)
+    wait_for(
+        lambda: conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, "m")).get("Ready")
+        == "True",
+        timeout=30,
+    )
     counter.reset()
     log.clear()
     names = [f"t{i}" for i in range(TASKS)]
@@ -65,7 +71,9 @@ def test_happy_path_api_cost_per_task(controller_factory, engine, kubelet, probe
     print(
         f"\nAPI cost per Task (happy path, {TASKS} Tasks): writes {writes / TASKS:.2f}, "
         f"uncached reads {reads / TASKS:.2f}, events {events / TASKS:.2f}; writes by kind: "
-        + ", ".join(f"{verb} {res}: {n / TASKS:.2f}" for (verb, res), n in sorted(task_writes.items()))
+        + ", ".join(
+            f"{verb} {res}: {n / TASKS:.2f}" for (verb, res), n in sorted(task_writes.items())
+        )
         + "; reads: "
         + ", ".join(f"{res}: {n}" for (verb, res, _), n in sorted(counts.items()) if verb == "GET")
     )

@@ -46,12 +46,15 @@ def world(engine, *, function: dict[str, Any] | None = None) -> None:
 
 
 def new_task(engine, name: str = "t", **spec: Any) -> dict[str, Any]:
-    return engine.create(objects.task(name, workflow_name="wf", function_name="f", mpe_name="m", **spec))
+    return engine.create(
+        objects.task(name, workflow_name="wf", function_name="f", mpe_name="m", **spec)
+    )
 
 
 def mpe_ready(engine, name: str = "m") -> None:
     wait_for(
-        lambda: conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, name)).get("Ready") == "True",
+        lambda: conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, name)).get("Ready")
+        == "True",
         timeout=30,
         what=f"MPE {name} Ready",
     )
@@ -66,7 +69,9 @@ def replacement_job(engine, task: dict[str, Any], namespace: str) -> dict[str, A
 # -- D3 ------------------------------------------------------------------------------------------
 
 
-def test_d3_job_pending_without_refs_goes_back_to_initializing(controller_factory, engine, probe, namespace):
+def test_d3_job_pending_without_refs_goes_back_to_initializing(
+    controller_factory, engine, probe, namespace
+):
     """D3: a Task found in JobPending without its selections goes back to Initializing and then
     runs normally (it does not oscillate between JobPending and Running)."""
     world(engine, function=b.never_starting(objects.function("f")))
@@ -91,7 +96,9 @@ def test_d3_start_time_set_once_across_job_recreation(engine, controller, probe)
     wait_for(lambda: now_rfc3339() > first["status"]["startTime"], timeout=5)
     probe.delete_job(name)
     wait_for(
-        lambda: (j := probe.job(name)) is not None and j["metadata"]["uid"] != uid and not j["metadata"].get("deletionTimestamp"),
+        lambda: (j := probe.job(name)) is not None
+        and j["metadata"]["uid"] != uid
+        and not j["metadata"].get("deletionTimestamp"),
         timeout=60,
         what="Job re-created",
     )
@@ -101,7 +108,9 @@ def test_d3_start_time_set_once_across_job_recreation(engine, controller, probe)
     wait_for(lambda: "JobRecreated" in probe.event_reasons("t"), timeout=10)
     probe.delete_job(name)
     failed = probe.wait_phase("t", "Failed")
-    reason = next(cond["reason"] for cond in failed["status"]["conditions"] if cond["type"] == "Failed")
+    reason = next(
+        cond["reason"] for cond in failed["status"]["conditions"] if cond["type"] == "Failed"
+    )
     assert reason == "JobLost"
     assert failed["status"]["startTime"] == first["status"]["startTime"]
 
@@ -123,15 +132,23 @@ def test_d6_replaced_job_is_adopted_while_running(controller_factory, engine, pr
     wait_for(lambda: probe.job(name) is None, timeout=30)
     new = probe.rest.create(JOBS, namespace, replacement_job(engine, task, namespace))
     controller_factory()
-    wait_for(lambda: probe.status("t").get("jobRef", {}).get("uid") == new["metadata"]["uid"], timeout=60, what="jobRef adopted")
+    wait_for(
+        lambda: probe.status("t").get("jobRef", {}).get("uid") == new["metadata"]["uid"],
+        timeout=60,
+        what="jobRef adopted",
+    )
     after = probe.task("t")
     assert after["status"]["phase"] == "Running"
     assert old_uid != new["metadata"]["uid"]
     assert [j["metadata"]["uid"] for j in probe.jobs()] == [new["metadata"]["uid"]]
-    assert "taskfsm.engine.nagare.media/job-recreated" not in (after["metadata"].get("annotations") or {})
+    assert "taskfsm.engine.nagare.media/job-recreated" not in (
+        after["metadata"].get("annotations") or {}
+    )
 
 
-def test_d6_replaced_job_reference_is_cleared_when_finished(controller_factory, engine, kubelet, probe, namespace):
+def test_d6_replaced_job_reference_is_cleared_when_finished(
+    controller_factory, engine, kubelet, probe, namespace
+):
     """D6: a Succeeded Task whose Job was replaced under the same name clears its jobRef and
     stays Succeeded."""
     world(engine)
@@ -154,7 +171,9 @@ def test_d6_replaced_job_reference_is_cleared_when_finished(controller_factory, 
 # -- D7 ------------------------------------------------------------------------------------------
 
 
-def test_d7_job_watch_lagging_behind_makes_no_duplicate_job(controller_factory, engine, kubelet, probe, namespace):
+def test_d7_job_watch_lagging_behind_makes_no_duplicate_job(
+    controller_factory, engine, kubelet, probe, namespace
+):
     """D7: with a Job cache that never shows the Task's Job, the controller still never makes a
     second Job (deterministic name, fresh read when jobRef is set) and the Task succeeds."""
     world(engine, function=objects.function("f", run_seconds=1))
@@ -192,26 +211,41 @@ def test_d8_metadata_and_status_of_one_pass_both_land(controller_factory, engine
 # -- D18 -----------------------------------------------------------------------------------------
 
 
-def test_d18_job_finalizer_released_only_after_the_outcome_is_persisted(controller_factory, engine, kubelet, probe):
+def test_d18_job_finalizer_released_only_after_the_outcome_is_persisted(
+    controller_factory, engine, kubelet, probe
+):
     """D18: the job-protection finalizer is released only after a status patch recording the
     terminal phase succeeded; when that patch fails the finalizer stays until it is retried."""
     log, faults = RequestLog(), Faults()
-    fault = faults.add(Fault("PATCH", "tasks/status", when=lambda body: (body or {}).get("status", {}).get("phase") == "Succeeded"))
+    fault = faults.add(
+        Fault(
+            "PATCH",
+            "tasks/status",
+            when=lambda body: (body or {}).get("status", {}).get("phase") == "Succeeded",
+        )
+    )
     controller_factory(rest_factory=rest_factory(log, faults))
     world(engine)
     task = new_task(engine)
     probe.wait_phase("t", "Succeeded")
     name = jobs.job_name(task)
-    wait_for(lambda: not probe.job(name)["metadata"].get("finalizers"), timeout=30, what="finalizer released")
+    wait_for(
+        lambda: not probe.job(name)["metadata"].get("finalizers"),
+        timeout=30,
+        what="finalizer released",
+    )
     assert fault.fired == 1
     requests = log.all()
     recorded = next(
         i
         for i, r in enumerate(requests)
-        if r.resource == "tasks/status" and r.code == 200 and r.body["status"].get("phase") == "Succeeded"
+        if r.resource == "tasks/status"
+        and r.code == 200
+        and r.body["status"].get("phase") == "Succeeded"
     )
     released = [i for i, r in enumerate(requests) if r.verb == "PATCH" and r.resource == "jobs"]
-    assert released and all(i > recorded for i in released)
+    assert released
+    assert all(i > recorded for i in released)
 
 
 # -- D19 -----------------------------------------------------------------------------------------
@@ -224,10 +258,16 @@ def test_d19_mpe_spec_change_is_picked_up(engine, controller, probe, namespace, 
     new_task(engine, "before")
     before = probe.wait_phase("before", "Running")
     old_job = jobs.job_name(before)
-    probe.rest.patch(MEDIA_PROCESSING_ENTITIES, namespace, "m", {"spec": {"local": {"namespace": other_namespace}}})
+    probe.rest.patch(
+        MEDIA_PROCESSING_ENTITIES,
+        namespace,
+        "m",
+        {"spec": {"local": {"namespace": other_namespace}}},
+    )
     ref = before["status"]["mediaProcessingEntityRef"]
     wait_for(
-        lambda: (cl := controller.registry.get(ref)) is not None and cl.namespace == other_namespace,
+        lambda: (cl := controller.registry.get(ref)) is not None
+        and cl.namespace == other_namespace,
         timeout=30,
         what="MPE client rebuilt",
     )
@@ -241,7 +281,9 @@ def test_d19_mpe_spec_change_is_picked_up(engine, controller, probe, namespace, 
     assert probe.phase("before") == "Running"
 
 
-def test_d19_old_namespace_job_is_still_followed(controller_factory, engine, probe, namespace, other_namespace):
+def test_d19_old_namespace_job_is_still_followed(
+    controller_factory, engine, probe, namespace, other_namespace
+):
     """D19: after the MPE's namespace changed, a reconcile of a Running Task still finds its Job
     in the old namespace (no re-creation) and deleting the Task deletes that Job."""
     world(engine, function=b.never_starting(objects.function("f")))
@@ -251,14 +293,26 @@ def test_d19_old_namespace_job_is_still_followed(controller_factory, engine, pro
     new_task(engine)
     running = probe.wait_phase("t", "Running")
     name = jobs.job_name(running)
-    probe.rest.patch(MEDIA_PROCESSING_ENTITIES, namespace, "m", {"spec": {"local": {"namespace": other_namespace}}})
+    probe.rest.patch(
+        MEDIA_PROCESSING_ENTITIES,
+        namespace,
+        "m",
+        {"spec": {"local": {"namespace": other_namespace}}},
+    )
     ref = running["status"]["mediaProcessingEntityRef"]
-    wait_for(lambda: (cl := ctl.registry.get(ref)) is not None and cl.namespace == other_namespace, timeout=30)
+    wait_for(
+        lambda: (cl := ctl.registry.get(ref)) is not None and cl.namespace == other_namespace,
+        timeout=30,
+    )
     tap.settle(f"{namespace}/t")
     assert probe.jobs(other_namespace) == []
     assert probe.status("t")["jobRef"]["uid"] == running["status"]["jobRef"]["uid"]
     engine.api.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "tasks", "t")
-    wait_for(lambda: probe.task_gone("t") and probe.job(name) is None, timeout=60, what="Task and Job gone")
+    wait_for(
+        lambda: probe.task_gone("t") and probe.job(name) is None,
+        timeout=60,
+        what="Task and Job gone",
+    )
 
 
 # -- D21 -----------------------------------------------------------------------------------------
@@ -274,9 +328,18 @@ def test_d21_namespaced_and_cluster_mpe_of_one_name_are_distinct(
     shared = f"edge-{namespace}"
     engine.create(objects.local_mpe(shared))
     cluster_scoped.create(objects.local_mpe(shared, cluster=True, namespace=other_namespace))
-    engine.create(objects.task("a", workflow_name="wf", function_name="f", mediaProcessingEntityRef=b.mpe_ref(shared)))
     engine.create(
-        objects.task("b", workflow_name="wf", function_name="f", mediaProcessingEntityRef=b.mpe_ref(shared, cluster=True))
+        objects.task(
+            "a", workflow_name="wf", function_name="f", mediaProcessingEntityRef=b.mpe_ref(shared)
+        )
+    )
+    engine.create(
+        objects.task(
+            "b",
+            workflow_name="wf",
+            function_name="f",
+            mediaProcessingEntityRef=b.mpe_ref(shared, cluster=True),
+        )
     )
     a = probe.wait_phase("a", "Running")
     bb = probe.wait_phase("b", "Running")
@@ -288,7 +351,9 @@ def test_d21_namespaced_and_cluster_mpe_of_one_name_are_distinct(
 # -- D22 -----------------------------------------------------------------------------------------
 
 
-def test_d22_terminating_task_never_gets_the_finalizer_back(controller_factory, engine, probe, namespace):
+def test_d22_terminating_task_never_gets_the_finalizer_back(
+    controller_factory, engine, probe, namespace
+):
     """D22: a Task already being deleted (held by someone else's finalizer) is not given the
     task-protection finalizer and is not written to at all; it goes once released."""
     world(engine)
@@ -309,7 +374,9 @@ def test_d22_terminating_task_never_gets_the_finalizer_back(controller_factory, 
     wait_for(lambda: probe.task_gone("t"), timeout=30)
 
 
-def test_d22_task_with_unusable_status_refs_can_be_deleted(controller_factory, engine, probe, namespace):
+def test_d22_task_with_unusable_status_refs_can_be_deleted(
+    controller_factory, engine, probe, namespace
+):
     """D22: a terminating Task whose status names an MPE reference of a wrong kind is still
     deleted (nothing to clean up through it), without waiting for the MPE."""
     world(engine)
@@ -320,9 +387,20 @@ def test_d22_task_with_unusable_status_refs_can_be_deleted(controller_factory, e
         "t",
         {
             "phase": "Running",
-            "mediaProcessingEntityRef": {"apiVersion": "v1", "kind": "ConfigMap", "name": "m", "namespace": namespace},
+            "mediaProcessingEntityRef": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": "m",
+                "namespace": namespace,
+            },
             "functionRef": {"kind": "Function", "name": "f", "namespace": namespace},
-            "jobRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "namespace": namespace, "uid": "0"},
+            "jobRef": {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": "gone",
+                "namespace": namespace,
+                "uid": "0",
+            },
         },
     )
     engine.api.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "tasks", "t")
@@ -340,6 +418,10 @@ def test_d23_one_tasks_exception_does_not_affect_another(engine, controller, kub
     new_task(engine, "broken", templatePatches={"metadata": {"labels": ["not", "a", "map"]}})
     new_task(engine, "fine")
     probe.wait_phase("fine", "Succeeded")
-    broken = wait_for(lambda: (t := probe.task("broken")) and (t.get("status") or {}).get("message") and t, timeout=30)
+    broken = wait_for(
+        lambda: (t := probe.task("broken")) and (t.get("status") or {}).get("message") and t,
+        timeout=30,
+    )
     assert broken["status"]["phase"] == "JobPending"
-    assert probe.jobs() and all(j["metadata"]["labels"][c.LABEL_TASK_NAME] == "fine" for j in probe.jobs())
+    assert probe.jobs()
+    assert all(j["metadata"]["labels"][c.LABEL_TASK_NAME] == "fine" for j in probe.jobs())

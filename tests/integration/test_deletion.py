@@ -8,11 +8,7 @@ Warning Event (the Job is left behind, D22).
 
 from __future__ import annotations
 
-import base64
-from typing import Any
-
 import pytest
-import yaml
 from kubernetes import client
 
 from taskfsm import constants as c
@@ -85,14 +81,18 @@ def test_delete_running_task_removes_job_and_secret(engine, controller, probe, n
 
 
 @pytest.mark.parametrize(("exit_code", "phase"), [(0, "Succeeded"), (1, "Failed")])
-def test_delete_finished_task_removes_kept_job(exit_code, phase, engine, controller, kubelet, probe, namespace):
+def test_delete_finished_task_removes_kept_job(
+    exit_code, phase, engine, controller, kubelet, probe, namespace
+):
     """A finished Task keeps its Job for inspection; deleting the Task deletes it."""
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f", exit_code=exit_code))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     name = job_name(probe.wait_phase("t", phase))
-    wait_for(lambda: probe.job(name) and not probe.job(name)["metadata"].get("finalizers"), timeout=30)
+    wait_for(
+        lambda: probe.job(name) and not probe.job(name)["metadata"].get("finalizers"), timeout=30
+    )
     delete_task(engine, namespace, "t")
     assert_all_gone(probe, "t", name)
 
@@ -116,39 +116,13 @@ def test_deletion_survives_a_controller_restart(engine, controller_factory, prob
 # -- MediaProcessingEntity not ready / unreachable ----------------------------------------------
 
 
-def remote_mpe_setup(api_client, control_plane, namespace: str, server: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A remote MPE whose kubeconfig (in Secret ``kubeconfig``) points at ``server``."""
-    kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
-    kubeconfig["clusters"][0]["cluster"]["server"] = server
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "kubeconfig"},
-        "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(kubeconfig).encode()).decode()},
-    }
-    mpe = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
-        "metadata": {"name": "remote"},
-        "spec": {"remote": {"kubeconfig": {"secretRef": {"name": "kubeconfig"}}}},
-    }
-    return secret, mpe
-
-
 def test_delete_task_whose_mpe_is_not_ready_is_bounded(engine, controller, probe, namespace):
     """A JobPending Task whose remote MPE never became ready (its kubeconfig Secret is missing)
     waits a bounded time on deletion, then goes with a JobAbandoned Warning Event."""
     controller.reconciler.cleanup_timeout = 2.0
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
-    engine.create(
-        {
-            "apiVersion": c.API_VERSION,
-            "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
-            "metadata": {"name": "remote"},
-            "spec": {"remote": {"kubeconfig": {"secretRef": {"name": "absent"}}}},
-        }
-    )
+    engine.create(b.remote_mpe("remote", secret_name="absent"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
     task = probe.wait_message("t", "MediaProcessingEntity does not exist or is not ready")
     assert "failed to read kubeconfig Secret" in task["status"]["message"]
@@ -166,9 +140,12 @@ def test_delete_task_whose_mpe_cluster_is_unreachable_is_bounded(
     controller.reconciler.cleanup_timeout = 3.0
     host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
     with TcpProxy(host, int(port)) as proxy:
-        secret, mpe = remote_mpe_setup(api_client, control_plane, namespace, proxy.url)
-        client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
-        engine.create(mpe)
+        kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
+        kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
+        client.CoreV1Api(api_client).create_namespaced_secret(
+            namespace, b.kubeconfig_secret("kubeconfig", kubeconfig)
+        )
+        engine.create(b.remote_mpe("remote", secret_name="kubeconfig"))
         engine.create(objects.workflow("wf"))
         engine.create(b.never_starting(objects.function("f")))
         engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))

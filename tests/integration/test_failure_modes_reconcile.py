@@ -47,7 +47,9 @@ def one_job_and_secret(probe, task: dict[str, Any]) -> dict[str, Any]:
 # -- F1: stale reads after the Job was created ---------------------------------------------------
 
 
-@pytest.mark.parametrize("job_cache_stale", [False, True], ids=["task-stale", "task-and-job-cache-stale"])
+@pytest.mark.parametrize(
+    "job_cache_stale", [False, True], ids=["task-stale", "task-and-job-cache-stale"]
+)
 def test_f1_stale_task_read_after_job_creation_makes_no_second_job(
     job_cache_stale, controller_factory, engine, probe, namespace
 ):
@@ -61,7 +63,9 @@ def test_f1_stale_task_read_after_job_creation_makes_no_second_job(
 
     def stale_read(ns: str, name: str) -> dict[str, Any] | None:
         snapshot, stale["task"] = stale["task"], None
-        return copy.deepcopy(snapshot) if snapshot is not None and name == "t" else read_task(ns, name)
+        return (
+            copy.deepcopy(snapshot) if snapshot is not None and name == "t" else read_task(ns, name)
+        )
 
     ctl.reconciler.read_task = stale_read
     ctl.start()
@@ -71,7 +75,9 @@ def test_f1_stale_task_read_after_job_creation_makes_no_second_job(
     # The Task as the API server had it just before the status write of the creating pass.
     before = copy.deepcopy(running)
     kept = ("queuedTime", "mediaProcessingEntityRef", "functionRef", "conditions")
-    before["status"] = {k: v for k, v in running["status"].items() if k in kept} | {"phase": "JobPending"}
+    before["status"] = {k: v for k, v in running["status"].items() if k in kept} | {
+        "phase": "JobPending"
+    }
     if job_cache_stale:
         cluster = ctl.registry.clusters()[0]
         real_get = cluster.jobs.get
@@ -92,7 +98,9 @@ def test_f1_stale_task_read_after_job_creation_makes_no_second_job(
 # -- F2: the Job POST times out after the server committed it ------------------------------------
 
 
-def test_f2_job_create_timeout_after_commit_adopts_the_job(controller_factory, engine, kubelet, probe):
+def test_f2_job_create_timeout_after_commit_adopts_the_job(
+    controller_factory, engine, kubelet, probe
+):
     """F2: the Job POST reaches the server but the client sees a timeout; the retry adopts the
     Job that exists (AlreadyExists or cache) and the Task succeeds with one Job and one Secret."""
     log, faults = RequestLog(), Faults()
@@ -112,7 +120,10 @@ def test_f2_job_create_timeout_after_commit_adopts_the_job(controller_factory, e
 
 @pytest.mark.parametrize(
     "error",
-    [lambda: Conflict("the object has been modified"), lambda: Unavailable("injected: read timed out")],
+    [
+        lambda: Conflict("the object has been modified"),
+        lambda: Unavailable("injected: read timed out"),
+    ],
     ids=["409", "timeout"],
 )
 def test_f3_lost_status_write_after_job_creation_makes_no_second_job(
@@ -141,7 +152,9 @@ def test_f3_lost_status_write_after_job_creation_makes_no_second_job(
 # -- F9: finished Tasks stay finished; a Job never waits for a Secret that is not coming ----------
 
 
-def test_f9a_deleting_the_job_of_a_succeeded_task_keeps_it_succeeded(engine, controller, kubelet, probe):
+def test_f9a_deleting_the_job_of_a_succeeded_task_keeps_it_succeeded(
+    engine, controller, kubelet, probe
+):
     """F9a: when the Job of a Succeeded Task is deleted, the Task stays Succeeded (same
     endTime), its jobRef is cleared and no new Job is made."""
     create_world(engine)
@@ -164,7 +177,11 @@ def test_f9a_job_removed_by_ttl_keeps_task_succeeded(engine, controller, kubelet
     new_task(engine)
     done = probe.wait_phase("t", "Succeeded")
     name = jobs.job_name(done)
-    wait_for(lambda: not probe.job(name)["metadata"].get("finalizers"), timeout=30, what="finalizer released")
+    wait_for(
+        lambda: not probe.job(name)["metadata"].get("finalizers"),
+        timeout=30,
+        what="finalizer released",
+    )
     probe.rest.patch(JOBS, probe.namespace, name, {"spec": {"ttlSecondsAfterFinished": 1}})
     wait_for(lambda: probe.job(name) is None, timeout=60, what="Job removed by its TTL")
     wait_for(lambda: "jobRef" not in probe.status("t"), timeout=60, what="jobRef cleared")
@@ -172,7 +189,9 @@ def test_f9a_job_removed_by_ttl_keeps_task_succeeded(engine, controller, kubelet
     assert probe.jobs() == []
 
 
-def test_f9b_pod_waits_for_a_secret_the_controller_then_creates(controller_factory, engine, kubelet, probe):
+def test_f9b_pod_waits_for_a_secret_the_controller_then_creates(
+    controller_factory, engine, kubelet, probe
+):
     """F9b: if the Secret POST fails after the Job exists, the pod waits for the Secret (as a
     kubelet does) and the controller's retry creates it: the Task succeeds."""
     log, faults = RequestLog(), Faults()
@@ -216,7 +235,9 @@ def test_f9b_no_job_when_its_secret_cannot_be_built(engine, controller, kubelet,
 # -- F10: the Job finished before the controller ever saw it active -------------------------------
 
 
-def test_f10_job_finished_before_controller_saw_it(controller_factory, engine, kubelet, probe, namespace):
+def test_f10_job_finished_before_controller_saw_it(
+    controller_factory, engine, kubelet, probe, namespace
+):
     """F10: the Task's Job (deterministic name) already completed before any controller ran;
     the controller adopts it and the Task ends Succeeded without ever seeing it active."""
     create_world(engine)
@@ -226,13 +247,20 @@ def test_f10_job_finished_before_controller_saw_it(controller_factory, engine, k
     body = jobs.build_job(task=task, function=function, task_template=None, namespace=namespace)
     job = probe.rest.create(JOBS, namespace, body)
     payload = helperdata.build_payload(
-        task=task, workflow=workflow, function=function, task_template=None, catalog=None, read_secret=None, nats=None
+        task=task,
+        workflow=workflow,
+        function=function,
+        task_template=None,
+        catalog=None,
+        read_secret=None,
+        nats=None,
     )
     probe.rest.create(SECRETS, namespace, jobs.build_secret(task=task, job=job, payload=payload))
     wait_for(
         lambda: any(
             cond["type"] == "Complete" and cond["status"] == "True"
-            for cond in (probe.job(job["metadata"]["name"]).get("status") or {}).get("conditions") or []
+            for cond in (probe.job(job["metadata"]["name"]).get("status") or {}).get("conditions")
+            or []
         ),
         timeout=60,
         what="Job Complete before the controller starts",
@@ -242,6 +270,7 @@ def test_f10_job_finished_before_controller_saw_it(controller_factory, engine, k
     ctl.start()
     done = probe.wait_phase("t", "Succeeded")
     assert done["status"]["jobRef"]["uid"] == job["metadata"]["uid"]
-    assert done["status"]["startTime"] and done["status"]["endTime"]
+    assert done["status"]["startTime"]
+    assert done["status"]["endTime"]
     assert len(probe.jobs()) == 1
     assert tap.count(f"{namespace}/t") >= 1

@@ -55,7 +55,9 @@ def with_data(spec: dict[str, Any], path: tuple[str, ...], data: dict[str, str])
     return out
 
 
-def http_location(name: str, *, secret_name: str, secret_namespace: str, key: str) -> dict[str, Any]:
+def http_location(
+    name: str, *, secret_name: str, secret_namespace: str, key: str
+) -> dict[str, Any]:
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.KIND_CLUSTER_MEDIA_LOCATION,
@@ -66,7 +68,11 @@ def http_location(name: str, *, secret_name: str, secret_namespace: str, key: st
                 "headers": [{"name": "X-Trace", "value": "1"}],
                 "auth": {
                     "token": {
-                        "secretRef": {"name": secret_name, "namespace": secret_namespace, "key": key}
+                        "secretRef": {
+                            "name": secret_name,
+                            "namespace": secret_namespace,
+                            "key": key,
+                        }
                     }
                 },
             }
@@ -79,13 +85,26 @@ def test_payload_fields_decoded_from_the_secret(
 ):
     """Every payload member is what the Workflow, Task, merged config, MediaLocations (with
     credentials) and the process configuration say; no apiVersion/kind; a trailing newline."""
-    controller_factory(nats=NatsConfiguration(url="nats://nats:4222", username="nagare", password="pw-unused-value"))
-    create_secret(api_client, namespace, "s3-creds", {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]})
-    create_secret(api_client, other_namespace, "tokens", {"token": SECRET_VALUES[2], "other": "not-copied"})
+    controller_factory(
+        nats=NatsConfiguration(
+            url="nats://nats:4222", username="nagare", password="pw-unused-value"
+        )
+    )
+    create_secret(
+        api_client,
+        namespace,
+        "s3-creds",
+        {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
+    )
+    create_secret(
+        api_client, other_namespace, "tokens", {"token": SECRET_VALUES[2], "other": "not-copied"}
+    )
     store = engine.create(b.s3_location("store", secret_name="s3-creds"))
     archive_name = f"archive-{namespace}"
     archive = cluster_scoped.create(
-        http_location(archive_name, secret_name="tokens", secret_namespace=other_namespace, key="token")
+        http_location(
+            archive_name, secret_name="tokens", secret_namespace=other_namespace, key="token"
+        )
     )
     engine.create(
         objects.workflow(
@@ -98,12 +117,26 @@ def test_payload_fields_decoded_from_the_secret(
             config={"wf-key": "wf-value"},
         )
     )
-    engine.create(objects.function("f", default_config={"a": "function", "b": "function", "c": "function"}))
+    engine.create(
+        objects.function("f", default_config={"a": "function", "b": "function", "c": "function"})
+    )
     engine.create(b.task_template("tt", config={"b": "template", "c": "template"}))
     engine.create(b.never_starting(objects.function("unused")))
     engine.create(objects.local_mpe("m"))
-    media_in = {"id": "in", "type": "media", "portBindings": [{"id": "input"}], "url": "s3://media/in.mp4", "metadata": {}}
-    media_out = {"id": "out", "type": "metadata", "direction": "push", "portBindings": [], "metadata": {"mimeType": "application/json"}}
+    media_in = {
+        "id": "in",
+        "type": "media",
+        "portBindings": [{"id": "input"}],
+        "url": "s3://media/in.mp4",
+        "metadata": {},
+    }
+    media_out = {
+        "id": "out",
+        "type": "metadata",
+        "direction": "push",
+        "portBindings": [],
+        "metadata": {"mimeType": "application/json"},
+    }
     engine.create(
         objects.task(
             "t",
@@ -137,14 +170,18 @@ def test_payload_fields_decoded_from_the_secret(
         "config": {"a": "function", "b": "template", "c": "task", "d": "task"},
     }
     assert payload["mediaLocations"] == {
-        "archive": with_data(archive["spec"], ("http", "auth", "token", "secretRef"), {"token": SECRET_VALUES[2]}),
+        "archive": with_data(
+            archive["spec"], ("http", "auth", "token", "secretRef"), {"token": SECRET_VALUES[2]}
+        ),
         "store": with_data(
             store["spec"],
             ("s3", "auth", "aws", "secretRef"),
             {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
         ),
     }
-    assert payload["system"] == {"nats": {"url": "nats://nats:4222", "username": "nagare", "password": "pw-unused-value"}}
+    assert payload["system"] == {
+        "nats": {"url": "nats://nats:4222", "username": "nagare", "password": "pw-unused-value"}
+    }
     assert_no_secret_values(probe, "t")
 
 
@@ -152,7 +189,11 @@ def test_d2_config_merge_later_wins(engine, controller, probe):
     """D2: Task config overrides the TaskTemplate's, which overrides the Function's
     defaultConfig, key by key; an empty string set later wins too."""
     engine.create(objects.workflow("wf"))
-    engine.create(objects.function("f", default_config={"keep": "fn", "tt": "fn", "task": "fn", "blank": "fn"}))
+    engine.create(
+        objects.function(
+            "f", default_config={"keep": "fn", "tt": "fn", "task": "fn", "blank": "fn"}
+        )
+    )
     engine.create(b.task_template("tt", config={"tt": "template", "task": "template"}))
     engine.create(objects.local_mpe("m"))
     engine.create(
@@ -166,7 +207,12 @@ def test_d2_config_merge_later_wins(engine, controller, probe):
         )
     )
     name = job_name(probe.wait_phase("t", "Running"))
-    assert probe.payload(name)["task"]["config"] == {"keep": "fn", "tt": "template", "task": "task", "blank": ""}
+    assert probe.payload(name)["task"]["config"] == {
+        "keep": "fn",
+        "tt": "template",
+        "task": "task",
+        "blank": "",
+    }
 
 
 def test_payload_without_optional_members(engine, controller, probe):
@@ -185,9 +231,16 @@ def test_payload_without_optional_members(engine, controller, probe):
     }
 
 
-def test_d15_media_location_key_copies_only_that_key(engine, controller, probe, api_client, namespace):
+def test_d15_media_location_key_copies_only_that_key(
+    engine, controller, probe, api_client, namespace
+):
     """D15: with secretRef.key set, only that key of the Secret is copied into the payload."""
-    create_secret(api_client, namespace, "creds", {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]})
+    create_secret(
+        api_client,
+        namespace,
+        "creds",
+        {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
+    )
     engine.create(b.s3_location("store", secret_name="creds", key="accessKeyID"))
     engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
     engine.create(objects.function("f"))
@@ -198,14 +251,23 @@ def test_d15_media_location_key_copies_only_that_key(engine, controller, probe, 
     assert ref == {"data": {"accessKeyID": b64(SECRET_VALUES[0])}}
 
 
-def test_d15_cluster_media_location_needs_secret_namespace(engine, controller, probe, api_client, namespace, cluster_scoped):
+def test_d15_cluster_media_location_needs_secret_namespace(
+    engine, controller, probe, api_client, namespace, cluster_scoped
+):
     """D15: a ClusterMediaLocation's secretRef without namespace is an error (it is not looked
     up in the Task's namespace); no Job is created."""
-    create_secret(api_client, namespace, "creds", {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]})
+    create_secret(
+        api_client,
+        namespace,
+        "creds",
+        {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
+    )
     cml = f"cml-{namespace}"
     cluster_scoped.create(b.s3_location(cml, secret_name="creds", cluster=True))
     engine.create(
-        objects.workflow("wf", media_locations=[b.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION)])
+        objects.workflow(
+            "wf", media_locations=[b.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION)]
+        )
     )
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
@@ -221,7 +283,12 @@ def test_d15_media_location_secret_in_another_namespace_is_refused(
     engine, controller, probe, api_client, other_namespace
 ):
     """D15: a namespaced MediaLocation may not read a Secret of another namespace."""
-    create_secret(api_client, other_namespace, "creds", {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]})
+    create_secret(
+        api_client,
+        other_namespace,
+        "creds",
+        {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
+    )
     engine.create(b.s3_location("store", secret_name="creds", secret_namespace=other_namespace))
     engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
     engine.create(objects.function("f"))
@@ -235,7 +302,12 @@ def test_d15_media_location_secret_in_another_namespace_is_refused(
 def test_d15_missing_key_names_key_not_values(engine, controller, probe, api_client, namespace):
     """A secretRef.key missing from the Secret is reported by Secret and key name only; no
     value of that Secret appears in status or Events, and no Job is created."""
-    create_secret(api_client, namespace, "creds", {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]})
+    create_secret(
+        api_client,
+        namespace,
+        "creds",
+        {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
+    )
     engine.create(b.s3_location("store", secret_name="creds", key="sessionToken"))
     engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
     engine.create(objects.function("f"))
@@ -249,7 +321,9 @@ def test_d15_missing_key_names_key_not_values(engine, controller, probe, api_cli
 def test_d16_media_location_of_wrong_kind_names_media_location(engine, controller, probe):
     """D16: a Workflow mediaLocations ref of the wrong kind is reported as not referencing a
     MediaLocation (the reference's text wrongly said MediaProcessingEntity)."""
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "f", kind=c.KIND_FUNCTION)]))
+    engine.create(
+        objects.workflow("wf", media_locations=[b.location_entry("s", "f", kind=c.KIND_FUNCTION)])
+    )
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
@@ -257,7 +331,9 @@ def test_d16_media_location_of_wrong_kind_names_media_location(engine, controlle
     assert "MediaProcessingEntity" not in task["status"]["message"]
 
 
-def test_missing_media_location_secret_then_recovers(engine, controller, probe, api_client, namespace):
+def test_missing_media_location_secret_then_recovers(
+    engine, controller, probe, api_client, namespace
+):
     """A MediaLocation Secret that does not exist yet keeps the Task in JobPending with a clear
     message and no Job; once it exists the Task runs with the credentials in its payload."""
     engine.create(b.s3_location("store", secret_name="creds"))
@@ -265,9 +341,16 @@ def test_missing_media_location_secret_then_recovers(engine, controller, probe, 
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
-    probe.wait_message("t", "MediaLocation 'store' s3.auth.aws.secretRef: secrets \"creds\" not found")
+    probe.wait_message(
+        "t", "MediaLocation 'store' s3.auth.aws.secretRef: secrets \"creds\" not found"
+    )
     assert probe.jobs() == []
-    create_secret(api_client, namespace, "creds", {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]})
+    create_secret(
+        api_client,
+        namespace,
+        "creds",
+        {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
+    )
     name = job_name(probe.wait_phase("t", "Running"))
     assert probe.payload(name)["mediaLocations"]["s"]["s3"]["auth"]["aws"]["secretRef"]["data"] == {
         "accessKeyID": b64(SECRET_VALUES[0]),

@@ -20,7 +20,9 @@ from taskfsm.testing import builders as b
 from taskfsm.testing import objects
 
 
-def function_with(pod_spec_changes: dict[str, Any], *, job_spec: dict[str, Any] | None = None, metadata=None):
+def function_with(
+    pod_spec_changes: dict[str, Any], *, job_spec: dict[str, Any] | None = None, metadata=None
+):
     fn = b.never_starting(objects.function("f"))
     template = fn["spec"]["template"]
     template["spec"]["template"]["spec"].update(copy.deepcopy(pod_spec_changes))
@@ -30,7 +32,9 @@ def function_with(pod_spec_changes: dict[str, Any], *, job_spec: dict[str, Any] 
     return fn
 
 
-def run(engine, probe, *, function: dict[str, Any], template_patches=None, task_patches=None) -> dict[str, Any]:
+def run(
+    engine, probe, *, function: dict[str, Any], template_patches=None, task_patches=None
+) -> dict[str, Any]:
     """Create everything, wait for Running, return the Job."""
     engine.create(objects.workflow("wf"))
     engine.create(function)
@@ -78,17 +82,64 @@ def test_d4_patch_without_containers_keeps_them(engine, controller, probe):
 def test_env_is_merged_into_the_named_container(engine, controller, probe):
     """Env from the TaskTemplate and then the Task is merged by name into the container of that
     name: new variables are added, an existing one is overridden, the image is kept."""
-    fn = function_with({"containers": [{"name": "function", "image": "example.invalid/f:1", "env": [{"name": "A", "value": "fn"}, {"name": "B", "value": "fn"}]}]})
+    fn = function_with(
+        {
+            "containers": [
+                {
+                    "name": "function",
+                    "image": "example.invalid/f:1",
+                    "env": [{"name": "A", "value": "fn"}, {"name": "B", "value": "fn"}],
+                }
+            ]
+        }
+    )
     job = run(
         engine,
         probe,
         function=fn,
-        template_patches={"spec": {"template": {"spec": {"containers": [{"name": "function", "env": [{"name": "B", "value": "template"}, {"name": "C", "value": "template"}]}]}}}},
-        task_patches={"spec": {"template": {"spec": {"containers": [{"name": "function", "env": [{"name": "C", "value": "task"}, {"name": "D", "value": "task"}]}]}}}},
+        template_patches={
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "function",
+                                "env": [
+                                    {"name": "B", "value": "template"},
+                                    {"name": "C", "value": "template"},
+                                ],
+                            }
+                        ]
+                    }
+                }
+            }
+        },
+        task_patches={
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "function",
+                                "env": [
+                                    {"name": "C", "value": "task"},
+                                    {"name": "D", "value": "task"},
+                                ],
+                            }
+                        ]
+                    }
+                }
+            }
+        },
     )
     ctr = containers(job)["function"]
     assert ctr["image"] == "example.invalid/f:1"
-    assert {e["name"]: e["value"] for e in ctr["env"]} == {"A": "fn", "B": "template", "C": "task", "D": "task"}
+    assert {e["name"]: e["value"] for e in ctr["env"]} == {
+        "A": "fn",
+        "B": "template",
+        "C": "task",
+        "D": "task",
+    }
 
 
 def test_patch_delete_directive_removes_container_and_env(engine, controller, probe):
@@ -96,7 +147,11 @@ def test_patch_delete_directive_removes_container_and_env(engine, controller, pr
     fn = function_with(
         {
             "containers": [
-                {"name": "function", "image": "example.invalid/f:1", "env": [{"name": "KEEP", "value": "1"}, {"name": "DROP", "value": "1"}]},
+                {
+                    "name": "function",
+                    "image": "example.invalid/f:1",
+                    "env": [{"name": "KEEP", "value": "1"}, {"name": "DROP", "value": "1"}],
+                },
                 {"name": "sidecar", "image": "example.invalid/sidecar:1"},
             ]
         }
@@ -132,7 +187,11 @@ def test_job_carries_controller_parts(engine, controller, probe, namespace):
             "initContainers": [{"name": "init", "image": "example.invalid/init:1"}],
             "containers": [
                 {"name": "function", "image": "example.invalid/f:1"},
-                {"name": "helper", "image": "example.invalid/h:1", "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]},
+                {
+                    "name": "helper",
+                    "image": "example.invalid/h:1",
+                    "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+                },
             ],
             "volumes": [{"name": "scratch", "emptyDir": {}}],
         },
@@ -146,7 +205,8 @@ def test_job_carries_controller_parts(engine, controller, probe, namespace):
     job = run(engine, probe, function=fn)
     task = probe.task("t")
     name = job_name(task)
-    assert job["metadata"]["name"] == name and name.startswith("t-")
+    assert job["metadata"]["name"] == name
+    assert name.startswith("t-")
     assert job["metadata"]["labels"][c.LABEL_TASK_NAME] == "t"
     assert job["metadata"]["labels"][c.LABEL_WORKFLOW_NAME] == "wf"
     assert job["metadata"]["labels"]["app"] == "demo"
@@ -193,14 +253,22 @@ def test_d5_reserved_volume_name_is_a_clear_error_and_nothing_is_created(engine,
 
 
 def test_differently_named_patch_container_is_an_invalid_job_not_a_crash(engine, controller, probe):
-    """A patch container whose name matches none (the seed sample's ``sleep``) is added as a
-    image-less container beside the Function's: the API server's validation message becomes the status
-    message and nothing is created."""
+    """A patch container whose name matches none (the seed sample's ``sleep``) is added as an
+    image-less container beside the Function's: the API server's validation message becomes
+    the status message and nothing is created."""
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
-    patch = {"spec": {"template": {"spec": {"containers": [{"name": "sleep", "command": ["sleep", "1"]}]}}}}
-    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m", templatePatches=patch))
+    patch = {
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "sleep", "command": ["sleep", "1"]}]}}
+        }
+    }
+    engine.create(
+        objects.task(
+            "t", workflow_name="wf", function_name="f", mpe_name="m", templatePatches=patch
+        )
+    )
     task = probe.wait_message("t", "image: Required value")
     assert task["status"]["phase"] == "JobPending"
     nothing_created(probe)
@@ -212,7 +280,11 @@ def test_malformed_patch_names_the_path(engine, controller, probe):
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     patch = {"spec": {"template": {"spec": {"containers": {"name": "function"}}}}}
-    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m", templatePatches=patch))
+    engine.create(
+        objects.task(
+            "t", workflow_name="wf", function_name="f", mpe_name="m", templatePatches=patch
+        )
+    )
     task = probe.wait_message("t", "containers")
     assert task["status"]["phase"] == "JobPending"
     nothing_created(probe)

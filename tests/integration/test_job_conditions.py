@@ -26,7 +26,6 @@ from taskfsm.testing.faults import ReconcileTap
 from taskfsm.testing.probes import conditions_of, now_rfc3339
 from taskfsm.testing.waiting import wait_for
 
-
 START = now_rfc3339()
 
 
@@ -50,7 +49,9 @@ def complete(*extra: dict[str, str], failed: int = 0) -> dict[str, Any]:
 
 
 CASES = {
-    "SuccessCriteriaMet": [({"startTime": START, "conditions": [cond("SuccessCriteriaMet")]}, "Succeeded")],
+    "SuccessCriteriaMet": [
+        ({"startTime": START, "conditions": [cond("SuccessCriteriaMet")]}, "Succeeded")
+    ],
     "SuccessCriteriaMet+Complete": [(complete(), "Succeeded")],
     "Complete listed before SuccessCriteriaMet": [
         (
@@ -64,7 +65,10 @@ CASES = {
         )
     ],
     "FailureTarget held, then Failed": [
-        ({"startTime": START, "conditions": [cond("FailureTarget", reason="PodFailurePolicy")]}, "Failed"),
+        (
+            {"startTime": START, "conditions": [cond("FailureTarget", reason="PodFailurePolicy")]},
+            "Failed",
+        ),
         (
             {
                 "startTime": START,
@@ -110,11 +114,23 @@ CASES = {
             {"startTime": START, "active": 1, "conditions": [cond("SuccessCriteriaMet", "False")]},
             "Running",
         ),
-        ({"startTime": START, "conditions": [cond("FailureTarget", reason="BackoffLimitExceeded")]}, "Failed"),
+        (
+            {
+                "startTime": START,
+                "conditions": [cond("FailureTarget", reason="BackoffLimitExceeded")],
+            },
+            "Failed",
+        ),
     ],
     "Suspended is not an outcome": [
         ({"conditions": [cond("Suspended", reason="JobSuspended")]}, "Running"),
-        ({"startTime": START, "conditions": [cond("FailureTarget", reason="BackoffLimitExceeded")]}, "Failed"),
+        (
+            {
+                "startTime": START,
+                "conditions": [cond("FailureTarget", reason="BackoffLimitExceeded")],
+            },
+            "Failed",
+        ),
     ],
 }
 
@@ -149,7 +165,12 @@ def test_f8_job_conditions_map_to_task_phase(steps, tapped, engine, probe, names
     for status, phase in steps:
         written = probe.set_job_status(name, status)
         if phase == "Running":
-            wait_for(lambda rv=written["metadata"]["resourceVersion"]: job_seen(ctl, namespace, name, rv), timeout=30)
+            wait_for(
+                lambda rv=written["metadata"]["resourceVersion"]: job_seen(
+                    ctl, namespace, name, rv
+                ),
+                timeout=30,
+            )
             tap.settle(f"{namespace}/t")
             assert probe.phase("t") == "Running"
         else:
@@ -169,7 +190,9 @@ def test_f8_failure_target_job_is_kept_not_deleted(tapped, engine, probe, namesp
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     name = job_name(probe.wait_phase("t", "Running"))
-    probe.set_job_status(name, {"startTime": START, "conditions": [cond("FailureTarget", reason="PodFailurePolicy")]})
+    probe.set_job_status(
+        name, {"startTime": START, "conditions": [cond("FailureTarget", reason="PodFailurePolicy")]}
+    )
     probe.wait_phase("t", "Failed")
     wait_for(lambda: not (probe.job(name) or {}).get("metadata", {}).get("finalizers"), timeout=30)
     job = probe.job(name)

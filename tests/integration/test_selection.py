@@ -141,7 +141,9 @@ def test_task_template_mpe_ref_wins_over_its_selector(engine, controller, probe,
             mediaProcessingEntitySelector={"matchLabels": {TIER: "gold"}},
         )
     )
-    engine.create(task("t", function_name="f", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"}))
+    engine.create(
+        task("t", function_name="f", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"})
+    )
     mpe, _ = chosen(probe, "t")
     assert mpe == mpe_ref("tt-ref", namespace)
 
@@ -155,7 +157,9 @@ def test_task_template_mpe_selector_wins_over_default(engine, controller, probe,
     engine.create(
         b.task_template("tt", mediaProcessingEntitySelector={"matchLabels": {TIER: "gold"}})
     )
-    engine.create(task("t", function_name="f", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"}))
+    engine.create(
+        task("t", function_name="f", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"})
+    )
     mpe, _ = chosen(probe, "t")
     assert mpe == mpe_ref("tt-selector", namespace)
 
@@ -168,7 +172,9 @@ def test_d1_namespaced_default_mpe_is_selected_before_cluster_default(
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     cluster_scoped.create(
-        b.default_mpe(objects.local_mpe(f"cluster-default-{namespace}", cluster=True, namespace=namespace))
+        b.default_mpe(
+            objects.local_mpe(f"cluster-default-{namespace}", cluster=True, namespace=namespace)
+        )
     )
     engine.create(b.default_mpe(objects.local_mpe("ns-default")))
     engine.create(objects.local_mpe("not-default"))
@@ -241,7 +247,9 @@ def test_mpe_selector_prefers_namespaced_kind_over_cluster_kind(
     assert mpe == mpe_ref("ns-gold", namespace)
 
 
-def test_mpe_selector_falls_back_to_cluster_kind(engine, controller, probe, namespace, cluster_scoped):
+def test_mpe_selector_falls_back_to_cluster_kind(
+    engine, controller, probe, namespace, cluster_scoped
+):
     """A selector with no namespaced match chooses a matching ClusterMediaProcessingEntity."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
@@ -251,7 +259,9 @@ def test_mpe_selector_falls_back_to_cluster_kind(engine, controller, probe, name
     )
     engine.create(b.default_mpe(objects.local_mpe("ns-default")))
     engine.create(
-        task("t", function_name="f", mediaProcessingEntitySelector={"matchLabels": {TIER: namespace}})
+        task(
+            "t", function_name="f", mediaProcessingEntitySelector={"matchLabels": {TIER: namespace}}
+        )
     )
     mpe, _ = chosen(probe, "t")
     assert mpe == mpe_ref(name, None)
@@ -275,7 +285,9 @@ def test_mpe_ref_of_wrong_kind_is_a_clear_error(engine, controller, probe):
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     engine.create(objects.local_mpe("m"))
-    engine.create(task("t", function_name="f", mediaProcessingEntityRef={"kind": "Function", "name": "m"}))
+    engine.create(
+        task("t", function_name="f", mediaProcessingEntityRef={"kind": "Function", "name": "m"})
+    )
     task_obj = probe.wait_message(
         "t",
         "MediaProcessingEntity reference does not reference a MediaProcessingEntity or "
@@ -291,7 +303,9 @@ def test_malformed_selector_is_a_clear_error(engine, controller, probe):
     engine.create(b.default_mpe(objects.local_mpe("m")))
     selector = {"matchExpressions": [{"key": TIER, "operator": "Near", "values": ["x"]}]}
     engine.create(task("t", function_name="f", mediaProcessingEntitySelector=selector))
-    task_obj = probe.wait_message("t", "spec.mediaProcessingEntitySelector.matchExpressions[0].operator")
+    task_obj = probe.wait_message(
+        "t", "spec.mediaProcessingEntitySelector.matchExpressions[0].operator"
+    )
     assert "'Near'" in task_obj["status"]["message"]
 
 
@@ -338,7 +352,9 @@ def test_function_selector_wins_over_template(engine, controller, probe, namespa
     assert function == fn_ref("by-selector", namespace)
 
 
-def test_task_template_function_ref_then_selector(engine, controller, probe, namespace, cluster_scoped):
+def test_task_template_function_ref_then_selector(
+    engine, controller, probe, namespace, cluster_scoped
+):
     """The TaskTemplate's functionRef wins over its functionSelector; a ClusterTaskTemplate works
     like a TaskTemplate."""
     engine.create(objects.workflow("wf"))
@@ -354,13 +370,15 @@ def test_task_template_function_ref_then_selector(engine, controller, probe, nam
             functionSelector={"matchLabels": {TIER: "gold"}},
         )
     )
+    engine.create(b.task_template("tt", functionSelector={"matchLabels": {TIER: "gold"}}))
     engine.create(
-        b.task_template("tt", functionSelector={"matchLabels": {TIER: "gold"}})
+        task(
+            "t1", mpe_name="m", taskTemplateRef={"kind": c.KIND_CLUSTER_TASK_TEMPLATE, "name": ctt}
+        )
     )
     engine.create(
-        task("t1", mpe_name="m", taskTemplateRef={"kind": c.KIND_CLUSTER_TASK_TEMPLATE, "name": ctt})
+        task("t2", mpe_name="m", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"})
     )
-    engine.create(task("t2", mpe_name="m", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"}))
     assert chosen(probe, "t1")[1] == fn_ref("tt-ref", namespace)
     assert chosen(probe, "t2")[1] == fn_ref("tt-selector", namespace)
 
@@ -387,7 +405,9 @@ def test_function_selector_prefers_namespaced_over_cluster_function(
     engine.create(objects.local_mpe("m"))
     engine.create(fn("ns-fn", version="1.0.0", labels={TIER: "gold"}))
     cl = f"cl-fn-{namespace}"
-    cluster_scoped.create(fn(cl, version="9.0.0", cluster=True, labels={TIER: "gold", "ns": namespace}))
+    cluster_scoped.create(
+        fn(cl, version="9.0.0", cluster=True, labels={TIER: "gold", "ns": namespace})
+    )
     engine.create(task("t1", mpe_name="m", functionSelector={"matchLabels": {TIER: "gold"}}))
     engine.create(task("t2", mpe_name="m", functionSelector={"matchLabels": {"ns": namespace}}))
     assert chosen(probe, "t1")[1] == fn_ref("ns-fn", namespace)
@@ -435,7 +455,9 @@ def test_d13_function_ref_without_kind_prefers_function_then_cluster_function(
     probe.wait_phase("t2", "Running")
 
 
-def test_d13_mpe_ref_without_kind_is_defaulted(engine, controller, probe, namespace, cluster_scoped):
+def test_d13_mpe_ref_without_kind_is_defaulted(
+    engine, controller, probe, namespace, cluster_scoped
+):
     """D13: a mediaProcessingEntityRef without kind names the namespaced MPE if it exists, else
     the ClusterMediaProcessingEntity."""
     engine.create(objects.workflow("wf"))
@@ -443,7 +465,9 @@ def test_d13_mpe_ref_without_kind_is_defaulted(engine, controller, probe, namesp
     engine.create(objects.local_mpe("ns-mpe"))
     cl = f"cl-mpe-{namespace}"
     cluster_scoped.create(objects.local_mpe(cl, cluster=True, namespace=namespace))
-    engine.create(task("t1", function_name="f", mediaProcessingEntityRef=b.mpe_ref("ns-mpe", kind=None)))
+    engine.create(
+        task("t1", function_name="f", mediaProcessingEntityRef=b.mpe_ref("ns-mpe", kind=None))
+    )
     engine.create(task("t2", function_name="f", mediaProcessingEntityRef=b.mpe_ref(cl, kind=None)))
     assert chosen(probe, "t1")[0] == mpe_ref("ns-mpe", namespace)
     assert chosen(probe, "t2")[0] == mpe_ref(cl, None)
@@ -464,13 +488,17 @@ def test_d13_task_template_ref_without_kind_is_defaulted(
     probe.wait_phase("t", "Running")
 
 
-def test_d11_missing_task_template_is_a_clear_error_then_recovers(engine, controller, probe, namespace):
+def test_d11_missing_task_template_is_a_clear_error_then_recovers(
+    engine, controller, probe, namespace
+):
     """D11: a taskTemplateRef naming no TaskTemplate stops selection with Kubernetes' NotFound
     text (it is not silently skipped); creating the TaskTemplate lets the Task proceed."""
     engine.create(objects.workflow("wf"))
     engine.create(objects.local_mpe("m"))
     engine.create(fn("f"))
-    engine.create(task("t", mpe_name="m", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"}))
+    engine.create(
+        task("t", mpe_name="m", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"})
+    )
     task_obj = probe.wait_message("t", 'tasktemplates.engine.nagare.media "tt" not found')
     assert task_obj["status"]["phase"] == "Initializing"
     assert "functionRef" not in task_obj["status"]
@@ -506,9 +534,7 @@ def test_d14_task_spec_is_not_mutated(engine, controller, probe, namespace):
 def test_selected_refs_are_sticky(engine, controller, probe, namespace, api_client):
     """Once written to status, the chosen MPE and Function stay, even when a retry happens after
     the selector would now match other objects."""
-    engine.create(
-        objects.workflow("wf", media_locations=[b.location_entry("store", "store")])
-    )
+    engine.create(objects.workflow("wf", media_locations=[b.location_entry("store", "store")]))
     engine.create(b.s3_location("store", secret_name="creds"))  # Secret missing: JobPending waits
     engine.create(fn("f-old", version="1.0.0", labels={TIER: "gold"}))
     engine.create(b.labelled(objects.local_mpe("m-old"), **{TIER: "gold"}))

@@ -28,7 +28,9 @@ def test_status_records_observed_generation_and_conditions(engine, controller, p
     assert status["message"] == ""
 
 
-def test_spec_edit_is_acknowledged_through_observed_generation(engine, controller, probe, namespace):
+def test_spec_edit_is_acknowledged_through_observed_generation(
+    engine, controller, probe, namespace
+):
     """Editing the spec of a Running Task bumps its generation; the controller acknowledges it
     in status.observedGeneration without changing anything else."""
     engine.create(objects.workflow("wf"))
@@ -36,9 +38,15 @@ def test_spec_edit_is_acknowledged_through_observed_generation(engine, controlle
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     before = probe.wait_phase("t", "Running")
-    edited = probe.rest.patch(TASKS, namespace, "t", {"spec": {"humanReadable": {"name": "renamed"}}})
+    edited = probe.rest.patch(
+        TASKS, namespace, "t", {"spec": {"humanReadable": {"name": "renamed"}}}
+    )
     assert edited["metadata"]["generation"] == 2
-    wait_for(lambda: probe.status("t").get("observedGeneration") == 2, timeout=30, what="observedGeneration 2")
+    wait_for(
+        lambda: probe.status("t").get("observedGeneration") == 2,
+        timeout=30,
+        what="observedGeneration 2",
+    )
     after = probe.task("t")["status"]
     assert {k: v for k, v in after.items() if k != "observedGeneration"} == {
         k: v for k, v in before["status"].items() if k != "observedGeneration"

@@ -31,7 +31,9 @@ def running_task(engine, probe, name: str = "t", *, workflow: str = "wf") -> dic
 
 
 def set_workflow_phase(probe, name: str, phase: str) -> None:
-    probe.rest.patch(WORKFLOWS, probe.namespace, name, {"status": {"phase": phase}}, subresource="status")
+    probe.rest.patch(
+        WORKFLOWS, probe.namespace, name, {"status": {"phase": phase}}, subresource="status"
+    )
 
 
 def test_task_gets_workflow_owner_reference_and_labels(engine, controller, probe, namespace):
@@ -105,7 +107,9 @@ def test_d9_deleting_workflow_deletes_new_task_before_any_job(engine, controller
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.api.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "workflows", "wf")
-    wait_for(lambda: engine.get(c.KIND_WORKFLOW, "wf")["metadata"].get("deletionTimestamp"), timeout=10)
+    wait_for(
+        lambda: engine.get(c.KIND_WORKFLOW, "wf")["metadata"].get("deletionTimestamp"), timeout=10
+    )
     try:
         engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
         wait_for(lambda: probe.task_gone("t"), timeout=60, what="Task deleted")
@@ -147,7 +151,9 @@ def test_missing_workflow_is_a_clear_error_then_recovers(engine, controller, pro
     engine.create(b.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="later", function_name="f", mpe_name="m"))
-    task = probe.wait_message("t", 'failed to fetch Workflow: workflows.engine.nagare.media "later" not found')
+    task = probe.wait_message(
+        "t", 'failed to fetch Workflow: workflows.engine.nagare.media "later" not found'
+    )
     assert task["status"].get("phase", "") == ""
     assert conditions_of(task) == {}
     assert "ReconcileError" in probe.event_reasons("t")
@@ -182,7 +188,9 @@ def test_task_stuck_on_selection_still_belongs_to_its_workflow(engine, controlle
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="missing", mpe_name="m"))
     probe.wait_message("t", 'functions.engine.nagare.media "missing" not found')
-    task = wait_for(lambda: (t := probe.task("t")) and t["metadata"].get("finalizers") and t, timeout=30)
+    task = wait_for(
+        lambda: (t := probe.task("t")) and t["metadata"].get("finalizers") and t, timeout=30
+    )
     assert task["metadata"]["finalizers"] == [c.FINALIZER_TASK_PROTECTION]
     assert task["metadata"]["ownerReferences"][0]["name"] == "wf"
     assert task["metadata"]["labels"][c.LABEL_WORKFLOW_NAME] == "wf"
