@@ -431,12 +431,15 @@ class TaskReconciler:
         # The cache does not show the Job. Our own last write of it (if any) cannot tell a lagging
         # watch from a Job deleted since (F1/F4), and neither can a Task that believes in a Job:
         # ask the cluster, and forget our copy when the Job is gone.
+        # A deleting Task always asks: "no Job" there removes the finalizer for good, and a Job
+        # whose create reached the server while its answer was lost (F2) is in no record yet.
         written = self.caches.written.pick(key, None)
         status = state.task.get("status") or {}
         if (
             written is None
             and not status.get("jobRef")
             and status.get("phase") != c.TaskPhase.RUNNING
+            and not state.meta.get("deletionTimestamp")
         ):
             return None  # no Job was ever recorded: creation finds an existing one (AlreadyExists)
         try:

@@ -1,0 +1,103 @@
+"""Randomised chaos (issue 8): 240 Tasks while the controller is SIGKILLed at random moments,
+crashes right after random API writes, and its API connection is cut, stalled and restored;
+some Tasks are deleted while in flight. Afterwards every invariant of
+:class:`taskfsm.testing.chaos.Fleet` holds for every Task, and deleting them all completes.
+
+Bounded: a seeded schedule of ``STEPS`` steps (Task batches, faults, short pauses), at most
+``MAX_KILLS`` kills and ``MAX_CUTS`` connection faults, fixed convergence timeouts. The summary
+line (Tasks, kills, crashes, cuts, stalls, deletions, violations) is printed; run with ``-s`` to
+see it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from taskfsm.testing.chaos import CRASH_ENV, kubeconfig_via, summary_line
+from taskfsm.testing.proxy import ApiProxy
+
+SEED = 20261130
+TASKS = 240
+STEPS = 40
+MAX_KILLS = 8
+MAX_CUTS = 10
+
+#: Writes a crashing life may stop after (``#n`` is drawn per life).
+CRASHABLE_WRITES = (
+    "patch tasks",
+    "create jobs",
+    "create secrets",
+    "patch tasks/status",
+    "patch jobs",
+    "delete jobs",
+    "patch workflows/status",
+)
+
+
+def test_chaos_keeps_every_invariant(faults_plane, fleet, ledger, faults_kubelet, controller_process, tmp_path):
+    rng = random.Random(SEED)
+    figures = {"tasks": 0, "kills": 0, "crashes": 0, "cuts": 0, "stalls": 0, "deleted_in_flight": 0}
+    with ApiProxy(faults_plane.server) as proxy:
+        proc = controller_process(kubeconfig=kubeconfig_via(faults_plane, proxy.url, tmp_path / "via-proxy"))
+        proc.start()
+        crash_armed = False
+        heal: list[threading.Timer] = []
+
+        def restart(*, arm: bool) -> None:
+            nonlocal crash_armed
+            env = {}
+            if arm:
+                env[CRASH_ENV] = f"{rng.choice(CRASHABLE_WRITES)}#{rng.randint(1, 25)}"
+            crash_armed = arm
+            proc.start(wait_ready=False, env=env)
+
+        per_step = TASKS // STEPS
+        for step in range(STEPS):
+            for i in range(per_step):
+                fleet.add(f"t{step:02d}-{i}", fail=rng.random() < 0.25)
+                figures["tasks"] += 1
+            if not proc.running:  # a crash point was reached: start again
+                figures["crashes"] += 1
+                restart(arm=rng.random() < 0.5)
+            roll = rng.random()
+            if roll < 0.2 and figures["kills"] < MAX_KILLS:
+                proc.kill()
+                figures["kills"] += 1
+                time.sleep(rng.uniform(0.0, 1.0))
+                restart(arm=rng.random() < 0.5)
+            elif roll < 0.45 and figures["cuts"] + figures["stalls"] < MAX_CUTS:
+                if rng.random() < 0.7:
+                    proxy.cut()
+                    figures["cuts"] += 1
+                else:
+                    proxy.stall()
+                    figures["stalls"] += 1
+                timer = threading.Timer(rng.uniform(0.5, 3.0), proxy.restore)
+                timer.start()
+                heal.append(timer)
+            if rng.random() < 0.3 and step > 1:
+                for name in rng.sample(sorted(n for n, e in fleet.expectations.items() if not e.deleted), 2):
+                    fleet.delete(name)
+                    figures["deleted_in_flight"] += 1
+            time.sleep(rng.uniform(0.2, 1.2))
+
+        # Calm: heal the connection and run one life without a crash point to the end.
+        for timer in heal:
+            timer.join()
+        proxy.restore()
+        if not proc.running:
+            figures["crashes"] += 1
+        if crash_armed or not proc.running:
+            proc.kill()
+            proc.start(wait_ready=False)
+
+        problems = fleet.wait_settled(150, ledger)
+        if not problems:
+            fleet.delete_all()
+            problems = fleet.wait_settled(90, ledger)
+        figures["violations"] = len(problems)
+        print("\n" + summary_line(**figures))
+        assert problems == []
+        assert proc.running

@@ -1,0 +1,79 @@
+"""Regression tests for what the fault suite found, each reduced to a deterministic input.
+
+Each runs an in-process controller on the fault suite's control plane with a Rest that can
+fail chosen requests (:mod:`taskfsm.testing.faults`) and hold the Job watch, so the exact
+interleaving the chaos run hit happens every time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from taskfsm.controller import Controller, Settings
+from taskfsm.testing.faults import Fault, Faults, FaultyRest, RequestLog
+from taskfsm.testing.waiting import wait_for
+
+HOLD_LIMIT = 30.0
+"""Seconds a held watch request waits at most (the test releases it much sooner)."""
+
+
+class HoldableRest(FaultyRest):
+    """A FaultyRest whose Job watch requests wait while ``hold`` is set: the Job cache freezes
+    (a watch that lags, or a connection that stalls), everything else keeps working."""
+
+    def __init__(self, *args: Any, hold: threading.Event, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hold = hold
+
+    def request(self, method: str, res: Any, path: str, **kwargs: Any) -> Any:
+        if kwargs.get("verb") == "WATCH" and res.plural == "jobs":
+            deadline = time.monotonic() + HOLD_LIMIT
+            while self.hold.is_set() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return super().request(method, res, path, **kwargs)
+
+
+@pytest.fixture
+def held_controller(faults_api, faults_namespace) -> Iterator[tuple[Controller, Faults, threading.Event]]:
+    log, faults, hold = RequestLog(), Faults(), threading.Event()
+
+    def factory(api: Any) -> HoldableRest:
+        return HoldableRest(api, log=log, faults=faults, hold=hold)
+
+    settings = Settings(
+        namespace=faults_namespace, metrics_address=None, health_address=None, shutdown_timeout=5, watch_timeout=15
+    )
+    ctl = Controller(faults_api, settings, rest_factory=factory).start()
+    try:
+        yield ctl, faults, hold
+    finally:
+        hold.clear()
+        ctl.stop()
+
+
+def test_deleting_task_finds_a_job_the_cache_has_not_seen(fleet, ledger, faults_kubelet, held_controller):
+    """Chaos run, seed 20261130: a Task deleted while its Job's creation had reached the API
+    server but not the controller (the POST's answer was lost to a cut connection, and the Job
+    watch was behind) lost its finalizer at once, leaving the Job behind for ever with its
+    ``job-protection`` finalizer. A deleting Task must look its Job up in the cluster when the
+    cache does not show one, and clean it up before the Task goes."""
+    ctl, faults, hold = held_controller
+    wait_for(lambda: any(cl.ready for cl in ctl.registry.clusters()), timeout=30, what="MPE Job watch synced")
+    hold.set()
+    for cluster in ctl.registry.clusters():
+        cluster.jobs.reconnect()  # the next Job watch waits on `hold`: the Job cache is frozen
+    faults.add(Fault("POST", "jobs", after_send=True))  # created, but the answer is lost
+    unreachable = faults.add(Fault("POST", "jobs", times=1000))  # and the retries fail
+
+    fleet.add("orphan")
+    wait_for(lambda: fleet.children()[0].get("orphan"), timeout=30, what="the Job reached the API server")
+    fleet.delete("orphan")
+    time.sleep(2)  # the deleting Task is reconciled while the cache still shows no Job
+    unreachable.times = 0
+    hold.clear()
+    assert fleet.wait_settled(30, ledger) == []
