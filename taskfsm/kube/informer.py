@@ -101,7 +101,8 @@ class Informer:
         self._thread: threading.Thread | None = None
         self._response: Any = None
         self._consecutive_failures = 0
-        self._reconnect: tuple[str | None] | None = None
+        self._resume_from: tuple[str | None] | None = None
+        self._aborting = False
         self.resource_version: str | None = None
         """Where the next watch resumes; None forces a list first."""
         self.has_synced = False
@@ -137,7 +138,8 @@ class Informer:
 
         Failure tests use it to make the next watch start from a compacted resourceVersion (F6).
         """
-        self._reconnect = (resume_from,)
+        self._resume_from = (resume_from,)
+        self._aborting = True
         self._abort_stream()
 
     def wait_synced(self, timeout: float) -> bool:
@@ -191,7 +193,8 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - any failure: report, back off, retry
                 if self._stopped.is_set():
                     break
-                if self._reconnect is not None:
+                if self._aborting:
+                    self._aborting = False
                     continue  # reconnect() closed the stream on purpose
                 self._failed(exc)
                 self._stopped.wait(self._backoff())
@@ -227,18 +230,24 @@ class Informer:
     def _watch(self) -> None:
         timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))  # noqa: S311 - jitter
         resume_from = self.resource_version
-        if self._reconnect is not None:
-            (override,), self._reconnect = self._reconnect, None
-            resume_from = override or resume_from
-        response = self.rest.watch(
-            self.res,
-            self.namespace,
-            timeout_seconds=timeout,
-            read_timeout=timeout + self.read_margin,
-            resourceVersion=resume_from,
-            allowWatchBookmarks="true",
-            labelSelector=self.label_selector,
-        )
+        override = self._resume_from
+        if override is not None:
+            resume_from = override[0] or resume_from
+        try:
+            response = self.rest.watch(
+                self.res,
+                self.namespace,
+                timeout_seconds=timeout,
+                read_timeout=timeout + self.read_margin,
+                resourceVersion=resume_from,
+                allowWatchBookmarks="true",
+                labelSelector=self.label_selector,
+            )
+        except Gone:
+            self._resume_from = None  # used up: the relist replaces it
+            raise
+        if override is not None:
+            self._resume_from = None  # used up (kept across failed attempts until here)
         self.watches += 1
         self._response = response
         self._mark_healthy()
@@ -256,8 +265,10 @@ class Informer:
                 # Something between us and the API server ends streams at once: back off
                 # instead of reconnecting in a tight loop.
                 raise Unavailable("watch stream ended immediately")
-            # A clean end: the server-side timeout. Resume from the last resourceVersion.
+            # A clean end: the server-side timeout (or reconnect()). Resume from the last
+            # resourceVersion.
             self._consecutive_failures = 0
+            self._aborting = False
         finally:
             self._response = None
             response.close()
