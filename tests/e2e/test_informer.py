@@ -51,8 +51,7 @@ def start(informer: Informer) -> tuple[Informer, Recorder]:
 
 
 def test_reconnects_resume_without_replaying_events(rest, namespace):
-    """Watches ending every ~2 s resume from the last resourceVersion: each change is delivered
-    exactly once and nothing is listed again."""
+    """Watches that end resume from the last resourceVersion: every change arrives exactly once."""
     informer, seen = start(Informer(rest, CONFIGMAPS, namespace=namespace, watch_timeout=2, read_margin=2))
     try:
         for i in range(3):
@@ -67,8 +66,7 @@ def test_reconnects_resume_without_replaying_events(rest, namespace):
 
 
 def test_deletion_during_an_outage_is_delivered_after_it(control_plane, namespace, rest):
-    """A ConfigMap deleted while the connection is cut is reported DELETED once the informer is
-    back, and the cache no longer holds it."""
+    """A ConfigMap deleted while the connection is cut is reported DELETED once it is back."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
@@ -90,10 +88,7 @@ def test_deletion_during_an_outage_is_delivered_after_it(control_plane, namespac
 
 
 def test_expired_resource_version_relists_once_and_synthesises_deletes(control_plane, namespace, rest, crds):
-    """Resuming after an outage from a resourceVersion the API server no longer serves (410)
-    lists once: an object deleted meanwhile comes as DELETED, the unchanged one triggers nothing,
-    and the watch goes on. (Tasks: their watch cache starts with the CRD, after the ``default``
-    Namespace whose resourceVersion serves as the expired one.)"""
+    """A 410 after an outage relists once, synthesises the missed DELETED and replays nothing else."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url

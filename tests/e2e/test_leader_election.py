@@ -42,8 +42,7 @@ def run_task(cluster, name: str) -> None:
 
 
 def test_follower_takes_over_when_the_leader_is_killed(cluster, kubelet, start_controller, namespace):
-    """Only the leader reconciles; after SIGKILL of the leader the follower acquires the expired
-    Lease and reconciles new Tasks."""
+    """Only the leader reconciles; after its SIGKILL the follower takes the expired Lease and works."""
     setup_objects(cluster)
     a, b = replicas(cluster, start_controller, namespace)
     run_task(cluster, "before")
@@ -62,8 +61,7 @@ def test_follower_takes_over_when_the_leader_is_killed(cluster, kubelet, start_c
 
 
 def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(cluster, kubelet, start_controller, namespace):
-    """SIGTERM makes the leader exit 0 and release the Lease; the follower leads well before the
-    lease would have expired."""
+    """A leader stopped by SIGTERM exits 0 and releases the Lease; the follower leads at once."""
     setup_objects(cluster)
     a, b = replicas(cluster, start_controller, namespace)
     stopped = time.monotonic()
@@ -78,8 +76,7 @@ def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(cluster, kub
 
 
 def test_leader_cut_off_from_the_api_server_gives_up_and_exits(cluster, start_controller, control_plane, namespace, tmp_path):
-    """A leader that cannot renew the Lease within the renew deadline stops leading and exits 1
-    (its Deployment restarts it as a follower)."""
+    """A leader that cannot renew the Lease within the renew deadline stops and exits 1."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url

@@ -27,8 +27,7 @@ EXPECTED_SERIES = (
 
 
 def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_controller):
-    """After two Tasks (one Succeeded, one Failed) /metrics carries every documented series with
-    values that match what happened."""
+    """/metrics carries every documented series with values matching one Succeeded and one Failed Task."""
     proc = start_controller()
     cluster.create(objects.function("ok", run_seconds=0))
     cluster.create(objects.function("bad", exit_code=2))
@@ -57,8 +56,7 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
 
 
 def test_readyz_follows_cache_sync_and_watch_health(control_plane, cluster, start_controller, tmp_path):
-    """/readyz is 503 while the caches cannot sync and while the watches are broken, 200 once
-    they work; /healthz stays 200 throughout."""
+    """/readyz is 503 until the caches sync and while watches are broken, else 200; /healthz stays 200."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url

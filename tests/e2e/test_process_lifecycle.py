@@ -22,8 +22,7 @@ def load_samples() -> list[dict]:
 
 
 def test_sample_tasks_reach_their_phases_with_real_jobs(cluster, kubelet, start_controller):
-    """Every sample Task ends Succeeded or Failed as annotated, each with exactly one Job whose
-    Secret it owns."""
+    """Every sample Task ends in its annotated phase with exactly one Job owning its Secret."""
     proc = start_controller()
     docs = load_samples()
     for doc in docs:
@@ -69,8 +68,7 @@ def test_deleting_a_task_deletes_its_job_and_secret(cluster, kubelet, start_cont
 
 
 def test_remote_mpe_runs_the_job_in_the_second_api_server(cluster, kubelet, start_controller, remote_namespace, namespace):
-    """A Task on a remote MediaProcessingEntity (kubeconfig Secret) succeeds; its Job and Secret
-    live in the second cluster, in the kubeconfig context's namespace, and none in the first."""
+    """A remote-MPE Task succeeds with its Job and Secret in the second cluster's context namespace."""
     remote, remote_ns = remote_namespace
     proc = start_controller()
     cluster.create(kubeconfig_secret("edge-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns)))

@@ -17,8 +17,7 @@ TASKS = 20
 
 @pytest.mark.parametrize("stop", ["kill", "terminate"])
 def test_restart_mid_run_leaves_one_job_per_task(cluster, kubelet, start_controller, stop):
-    """Stopped once a quarter of the Jobs exist and restarted, the controller ends every Task in
-    its right phase with exactly one Job, its Secret owned by that Job, and no re-created Job."""
+    """Stopped mid-run and restarted, the controller ends every Task right with exactly one Job each."""
     cluster.create(objects.workflow("wf"))  # every succeeding Task; each failing one has its own
     cluster.create(objects.function("ok", run_seconds=2))
     cluster.create(objects.function("bad", run_seconds=1, exit_code=1))

@@ -46,8 +46,7 @@ def setup_objects(cluster) -> None:
 
 
 def test_stop_finishes_the_reconcile_in_flight_and_takes_no_new_work(cluster, kubelet, make_controller, gated):
-    """stop() waits for the reconcile blocked in its Job creation, which then completes (Job and
-    status written); a Task queued behind it is never started."""
+    """stop() lets the reconcile in flight finish and never starts the Task queued behind it."""
     ctl, requests = make_controller(rest_class=gated, workers=1, shutdown_timeout=30)
     setup_objects(cluster)
     cluster.create(objects.task("first", workflow_name="wf-first", function_name="fn", mpe_name="local"))
@@ -73,7 +72,7 @@ def test_stop_finishes_the_reconcile_in_flight_and_takes_no_new_work(cluster, ku
 
 
 def test_stop_abandons_a_reconcile_that_outlives_the_timeout(cluster, kubelet, make_controller, gated):
-    """A reconcile still blocked when the shutdown timeout ends is abandoned: stop() returns."""
+    """stop() abandons a reconcile still blocked when the shutdown timeout ends."""
     ctl, _ = make_controller(rest_class=gated, workers=1, shutdown_timeout=2)
     setup_objects(cluster)
     cluster.create(objects.task("first", workflow_name="wf-first", function_name="fn", mpe_name="local"))
@@ -101,9 +100,7 @@ def test_sigterm_releases_the_lease_and_exits_zero(cluster, kubelet, start_contr
 
 
 def test_sigterm_does_not_wait_for_an_unreachable_mpe_cluster(cluster, start_controller, control_plane, namespace):
-    """SIGTERM while the MediaProcessingEntity reconcile waits (up to 30 s) for an unreachable
-    cluster's Job watch: the wait is cut short, nothing is abandoned, the MPE status is left as
-    it was, and the process exits 0 well within the shutdown timeout."""
+    """SIGTERM cuts short an MPE reconcile waiting for an unreachable cluster and exits 0 promptly."""
     with ApiProxy(control_plane.server) as proxy:
         proxy.cut()
         kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
