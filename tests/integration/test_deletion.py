@@ -15,6 +15,7 @@ from taskfsm import constants as c
 from taskfsm.actions.jobs import job_name
 from taskfsm.testing import builders as b
 from taskfsm.testing import objects
+from taskfsm.testing.faults import RequestLog, rest_factory
 from taskfsm.testing.tcpproxy import TcpProxy
 from taskfsm.testing.waiting import wait_for
 
@@ -158,3 +159,28 @@ def test_delete_task_whose_mpe_cluster_is_unreachable_is_bounded(
             assert probe.job(name) is not None  # nobody could delete it
         finally:
             probe.delete_job(name)
+
+
+def test_job_delete_carries_uid_precondition_and_background_propagation(
+    engine, controller_factory, probe, namespace
+):
+    """The Job is deleted with a UID precondition (never another Job of that name) and
+    Background propagation; the Task finalizer is removed only after that."""
+    log = RequestLog()
+    controller_factory(rest_factory=rest_factory(log))
+    engine.create(objects.workflow("wf"))
+    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.local_mpe("m"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    running = probe.wait_phase("t", "Running")
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", job_name(running))
+    deletes = log.select(verb="DELETE", resource="jobs")
+    assert deletes
+    assert deletes[0].body["preconditions"] == {"uid": running["status"]["jobRef"]["uid"]}
+    assert deletes[0].body["propagationPolicy"] == "Background"
+    requests = log.all()
+    finalizer_removed = max(
+        i for i, r in enumerate(requests) if r.verb == "PATCH" and r.resource == "tasks"
+    )
+    assert requests.index(deletes[0]) < finalizer_removed

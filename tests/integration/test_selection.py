@@ -559,3 +559,14 @@ def test_selected_refs_are_sticky(engine, controller, probe, namespace, api_clie
     status = probe.status("t")
     assert status["mediaProcessingEntityRef"] == mpe == mpe_ref("m-old", namespace)
     assert status["functionRef"] == function == fn_ref("f-old", namespace)
+
+
+def test_default_mpe_created_later_is_picked_up(engine, controller, probe, namespace):
+    """A Task waiting for any MediaProcessingEntity proceeds once a default one is created."""
+    engine.create(objects.workflow("wf"))
+    engine.create(fn("f"))
+    engine.create(task("t", function_name="f"))
+    probe.wait_message("t", "failed to reconcile MediaProcessingEntity")
+    engine.create(b.default_mpe(objects.local_mpe("late-default")))
+    mpe, _ = chosen(probe, "t", timeout=30)
+    assert mpe == mpe_ref("late-default", namespace)
