@@ -65,6 +65,14 @@ class ObservationGuards:
         """The Job is active and nobody has asked to delete it yet (§3.9 step 3)."""
         return observation.job is JobState.ACTIVE and not observation.job_terminating
 
+    def job_deleted_early(self, observation: TaskObservation) -> bool:
+        """Someone deleted the Job before it finished: it is active and has a deletionTimestamp.
+
+        Its job-protection finalizer keeps it Terminating until the controller lets it go; then
+        it is gone and re-created once, like a Job that vanished.
+        """
+        return observation.job is JobState.ACTIVE and observation.job_terminating
+
     def job_deletable(self, observation: TaskObservation) -> bool:
         """A Job exists and nobody has asked to delete it yet, finished or not (§3.10)."""
         return observation.job_present and not observation.job_terminating

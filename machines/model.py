@@ -40,6 +40,7 @@ GUARD_NAMES: Final = (
     "job_gone",
     "job_recreated",
     "job_still_running",
+    "job_deleted_early",
     "job_deletable",
     "job_protected",
     "outcome_recorded",
@@ -119,6 +120,10 @@ class TaskLifecycleModel(Protocol):
 
     def job_still_running(self, observation: TaskObservation) -> bool:
         """The Job is active and not being deleted."""
+        ...
+
+    def job_deleted_early(self, observation: TaskObservation) -> bool:
+        """Someone deleted the Job before it finished (active and terminating)."""
         ...
 
     def job_deletable(self, observation: TaskObservation) -> bool:

@@ -80,6 +80,10 @@ class TaskLifecycle(StateChart):
                 | running.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
                 # D6: a Job under our name with another UID is adopted, not a crash.
                 | running.to(None, cond="job_unrecorded", before="adopt_job")
+                # Deleted by someone before it finished: let it go (it is then re-created once).
+                | running.to(
+                    None, cond=["job_deleted_early", "job_protected"], before="release_job_finalizer"
+                )
             )
 
         # D10: entering either terminal phase stamps endTime.

@@ -276,16 +276,6 @@ def test_f10_job_finished_before_controller_saw_it(
     assert tap.count(f"{namespace}/t") >= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "machines/task.py: Running has no transition for a Job that is being deleted but still "
-        "carries job-protection (job present, ACTIVE, job_terminating, job_protected): nobody "
-        "releases the finalizer, so the Job stays Terminating and the Task Running for ever. "
-        "Needs e.g. running --observed [job_protected, not job_still_running, job_present] / "
-        "release_job_finalizer, after which job_gone re-creates the Job once."
-    ),
-)
 def test_job_deleted_while_running_is_released_and_recreated_once(
     engine, controller, probe, namespace
 ):
