@@ -75,6 +75,9 @@ class Settings:
     shutdown_timeout: float = 30.0
     """Seconds in-flight reconciles get to finish on shutdown."""
     nats: NatsConfiguration | None = None
+    cleanup_timeout: float = 120.0
+    """Seconds a deleting Task keeps retrying to clean up its Job in an unreachable
+    MediaProcessingEntity before it abandons the Job (Warning Event ``JobAbandoned``)."""
     workflow_termination_waiting: float = 20.0
     """``workflowTerminationWaitingDuration`` (s): how long a Workflow with no active Task waits."""
 
@@ -129,6 +132,7 @@ class Controller:
             nats=self.settings.nats,
             metrics=self.metrics,
             resync_seconds=self.settings.resync_seconds,
+            cleanup_timeout=self.settings.cleanup_timeout,
         )
         self.mpe_reconciler = MpeReconciler(
             rest=self.rest,
@@ -313,6 +317,8 @@ class Controller:
         inf[c.KIND_WORKFLOW].add_handler(self._on_workflow)
         for kind in MPE_KINDS:
             inf[kind].add_handler(lambda _e, obj, kind=kind: self.mpe_queue.add(mpe_key_string(key_of({**obj, "kind": kind}))))
+            # A (default) MPE that appears may be what a Task still before Running waits for.
+            inf[kind].add_handler(self._on_dependency)
         for kind in (
             c.KIND_FUNCTION,
             c.KIND_CLUSTER_FUNCTION,
