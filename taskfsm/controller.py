@@ -207,9 +207,24 @@ class Controller:
         for task in self.caches.informers[c.KIND_TASK].list():
             self.queue.add(_key(task))
         self._spawn(self._mpe_worker, "mpe-worker")
+        self._wait_for_mpes(timeout=10.0)
         for i in range(self.settings.workers):
             self._spawn(self._task_worker, f"task-worker-{i}")
         self.workflows.start()
+
+    def _wait_for_mpes(self, timeout: float) -> None:
+        """Give the first MPE reconciles a moment before Task workers start, so a restart does not
+        greet every Running Task with "MediaProcessingEntity ... not ready" (bounded: a slow
+        remote cluster only delays, never blocks, the Task workers)."""
+        deadline = time.monotonic() + timeout
+        refs = [
+            {"kind": kind, "namespace": (obj["metadata"].get("namespace") or ""), "name": obj["metadata"]["name"]}
+            for kind in MPE_KINDS
+            for obj in self.caches.informers[kind].list()
+        ]
+        while time.monotonic() < deadline and any(self.registry.pending(ref) for ref in refs):
+            if self._stopped.wait(0.05):
+                return
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -129,6 +129,14 @@ class MpeRegistry:
         with self._lock:
             return self._errors.get(key_of_ref(ref), "")
 
+    def pending(self, ref: dict[str, Any] | None) -> bool:
+        """The MPE named by ``ref`` has been neither set up nor failed yet (its reconcile is due)."""
+        if not ref:
+            return False
+        key = key_of_ref(ref)
+        with self._lock:
+            return key not in self._errors and (key not in self._clusters or not self._clusters[key].ready)
+
     def clusters(self) -> list[MpeCluster]:
         with self._lock:
             return list(self._clusters.values())

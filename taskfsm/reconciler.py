@@ -280,9 +280,20 @@ class TaskReconciler:
             and outcome.error is not None
             and outcome.error.action == "report_mpe_unavailable"
         ):
-            reason = self.mpes.error(status.get("mediaProcessingEntityRef")) or state.cluster_error
+            ref = status.get("mediaProcessingEntityRef")
+            reason = self.mpes.error(ref) or state.cluster_error
             if reason:
                 message = f"{message}: {reason}"
+            elif self.mpes.pending(ref) and self.caches.get(ref.get("kind", ""), ref.get("namespace"), ref.get("name", "")):
+                # The MPE exists and its client is being set up (a new MPE, a restart): not an
+                # error worth an Event or backoff; its readiness re-queues this Task anyway.
+                status["message"] = f"{message}: waiting for its client to be set up"
+                try:
+                    self._write_status(state)
+                except KubeError as exc:
+                    return Result(error=f"failed to update Task status: {exc}")
+                self._record_events(state, outcome, "")
+                return Result(requeue_after=1.0)
         status["message"] = message
         try:
             self._write_status(state)
