@@ -20,7 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from taskfsm import constants as c
-from taskfsm.patching import merge_job_template
+from taskfsm.patching import JOB_TEMPLATE_SPEC, PatchError, merge_job_template
+from taskfsm.patching.errors import format_path
+from taskfsm.patching.schema import type_shape
+from taskfsm.patching.validate import validate_patch
 
 #: Job names end up in the pod label ``batch.kubernetes.io/job-name`` (≤ 63 characters).
 MAX_JOB_NAME = 63
@@ -72,16 +75,30 @@ def build_job(
     """The Job for ``task`` in ``namespace`` (the MediaProcessingEntity's Job namespace).
 
     Raises:
-        JobTemplateError: the merged template has no pod spec or collides with the data volume.
-        taskfsm.patching.PatchError: a ``templatePatches`` is malformed (message names the path).
+        JobTemplateError: the Function template is not shaped like a Job template, a
+            ``templatePatches`` is malformed (the message names the object, field and path),
+            or the merged template has no pod spec or collides with the data volume.
     """
     patches = [
         ((task_template or {}).get("spec") or {}).get("templatePatches"),
         (task.get("spec") or {}).get("templatePatches"),
     ]
-    merged = merge_job_template(
-        copy.deepcopy((function.get("spec") or {}).get("template") or {}), *patches
-    )
+    template = (function.get("spec") or {}).get("template") or {}
+    try:
+        # The schema keeps the template free-form: check its shape like a patch's before merging,
+        # so a wrong type is reported by path instead of failing somewhere inside the merge.
+        validate_patch(template, type_shape(JOB_TEMPLATE_SPEC))
+    except PatchError as exc:
+        meta = function.get("metadata") or {}
+        path = "spec.template" + ("" if not exc.path else "." + format_path(exc.path))
+        raise JobTemplateError(
+            f"{function.get('kind') or c.KIND_FUNCTION} {meta.get('name')!r} has an unusable "
+            f"{path}: {exc.problem}"
+        ) from None
+    try:
+        merged = merge_job_template(copy.deepcopy(template), *patches)
+    except PatchError as exc:
+        raise JobTemplateError(f"{_patch_source(exc.patch_index, task_template)}: {exc}") from None
     name = job_name(task)
     template_meta = merged.get("metadata") or {}
     spec = copy.deepcopy(merged.get("spec") or {})
@@ -102,6 +119,15 @@ def build_job(
     if template_meta.get("annotations"):
         metadata["annotations"] = dict(template_meta["annotations"])
     return {"apiVersion": c.JOB_API_VERSION, "kind": c.KIND_JOB, "metadata": metadata, "spec": spec}
+
+
+def _patch_source(index: int | None, task_template: Mapping[str, Any] | None) -> str:
+    """Which ``templatePatches`` a merge error comes from (``build_job`` passes the
+    TaskTemplate's first, the Task's second)."""
+    if index == 0 and task_template is not None:
+        meta = task_template.get("metadata") or {}
+        return f"{task_template.get('kind') or c.KIND_TASK_TEMPLATE} {meta.get('name')!r} spec.templatePatches"
+    return "spec.templatePatches"
 
 
 def _add_task_data_volume(pod_spec: dict[str, Any], *, secret_name: str) -> None:

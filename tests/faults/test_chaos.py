@@ -11,6 +11,7 @@ see it.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -18,7 +19,8 @@ import time
 from taskfsm.testing.chaos import CRASH_ENV, kubeconfig_via, summary_line
 from taskfsm.testing.proxy import ApiProxy
 
-SEED = 20261130
+SEED = int(os.environ.get("TASKFSM_CHAOS_SEED", "20261130"))
+"""Fixed, so a failure replays the same schedule; override to explore other schedules."""
 TASKS = 240
 STEPS = 40
 MAX_KILLS = 8
@@ -97,6 +99,7 @@ def test_chaos_keeps_every_invariant(faults_plane, fleet, ledger, faults_kubelet
         if not problems:
             fleet.delete_all()
             problems = fleet.wait_settled(90, ledger)
+        figures["seed"] = SEED
         figures["violations"] = len(problems)
         print("\n" + summary_line(**figures))
         assert problems == []
