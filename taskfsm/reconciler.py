@@ -30,7 +30,7 @@ from machines.driver import PassOutcome, run_pass
 from machines.job_status import interpret_job_conditions
 from machines.observation import TERMINAL_PHASES, JobState, TaskObservation, WorkflowState
 from taskfsm import constants as c
-from taskfsm.actions import jobs
+from taskfsm.actions import jobs, selection
 from taskfsm.actions.effects import ANNOTATION_JOB_RECREATED, PassState, TaskEffects
 from taskfsm.events import NORMAL, WARNING, EventRecorder
 from taskfsm.kube.errors import KubeError, NotFound
@@ -366,9 +366,9 @@ class TaskReconciler:
             workflow_state = WorkflowState.TERMINATED
         else:
             workflow_state = WorkflowState.ACTIVE
-        mpe_ref = status.get("mediaProcessingEntityRef")
-        cluster = self.mpes.get(mpe_ref)
         deleting = bool(meta.get("deletionTimestamp"))
+        mpe_ref = status.get("mediaProcessingEntityRef") or (self._unrecorded_mpe(task) if deleting else None)
+        cluster = self.mpes.get(mpe_ref)
         if (
             cluster is not None
             and deleting
@@ -414,6 +414,24 @@ class TaskReconciler:
             job_recreated=ANNOTATION_JOB_RECREATED in (meta.get("annotations") or {}),
             conditions=tuple(Condition.from_dict(d) for d in status.get("conditions") or []),
         )
+
+    def _unrecorded_mpe(self, task: dict[str, Any]) -> dict[str, Any] | None:
+        """Where a deleting Task's Job would be when its status never named the MPE.
+
+        One pass selects the MPE, creates the Job and writes status at the end; when the create's
+        answer and the status write are both lost (a cut connection, a crash), the Job exists
+        but no status names its cluster. Selection is deterministic, so ask it again; the Job is
+        then looked up there (and waited for, if that MPE is not ready) before the finalizer goes.
+        A Task this controller never touched (no finalizer) or that nothing can be selected for
+        has no Job.
+        """
+        if c.FINALIZER_TASK_PROTECTION not in (task["metadata"].get("finalizers") or []):
+            return None
+        try:
+            ref, _ = selection.select_media_processing_entity(task, self.caches)
+        except selection.SelectionError:
+            return None
+        return ref
 
     def _workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
         cached = self.caches.get(c.KIND_WORKFLOW, namespace, name)

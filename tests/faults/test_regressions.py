@@ -120,3 +120,30 @@ def test_template_patch_errors_name_the_object_they_come_from(where):
         )
     prefix = "TaskTemplate 'tt' spec.templatePatches: " if where == "task-template" else "spec.templatePatches: "
     assert str(err.value).startswith(prefix + '["$$c"]: unknown directive')
+
+
+def test_deleting_task_whose_status_never_recorded_its_mpe_still_cleans_up(fleet, ledger, faults_kubelet, held_controller):
+    """Chaos run, seed 6: the pass that selected the MediaProcessingEntity created the Job, but
+    the POST's answer and then the status write were lost to a cut connection, so the Task's
+    status never named the MPE. Deleting the Task then removed its finalizer without looking
+    for a Job anywhere: the Job stayed for ever with its ``job-protection`` finalizer."""
+    ctl, faults, hold = held_controller
+    wait_for(lambda: any(cl.ready for cl in ctl.registry.clusters()), timeout=30, what="MPE Job watch synced")
+    hold.set()
+    for cluster in ctl.registry.clusters():
+        cluster.jobs.reconnect()  # the Job cache is frozen
+    faults.add(Fault("POST", "jobs", after_send=True))  # created, but the answer is lost
+    unreachable = [
+        faults.add(Fault("POST", "jobs", times=1000)),  # retries cannot reach the server
+        faults.add(Fault("PATCH", "tasks/status", times=1000)),  # nor can the status write
+    ]
+
+    fleet.add("unrecorded")
+    wait_for(lambda: fleet.children()[0].get("unrecorded"), timeout=30, what="the Job reached the API server")
+    assert not (fleet.tasks()["unrecorded"].get("status") or {}).get("mediaProcessingEntityRef")
+    fleet.delete("unrecorded")
+    time.sleep(2)
+    for fault in unreachable:
+        fault.times = 0
+    hold.clear()
+    assert fleet.wait_settled(30, ledger) == []
