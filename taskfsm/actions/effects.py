@@ -167,7 +167,14 @@ class TaskEffects(ObservationGuards):
                 "annotations": meta.get("annotations") or None,
             }
         }
-        updated = self.r.rest.patch(TASKS, meta["namespace"], meta["name"], patch)
+        try:
+            updated = self.r.rest.patch(TASKS, meta["namespace"], meta["name"], patch)
+        except Conflict:
+            # Someone else changed the Task (F7): remember its current version so the retry
+            # starts from it instead of from a cache that may still lag behind, which would
+            # only conflict again.
+            self.r.remember_task(self.r.rest.get(TASKS, meta["namespace"], meta["name"]))
+            raise
         self.r.remember_task(updated)
         # Keep the working status (the patch reply carries the stored one) and the new metadata.
         self.s.task["metadata"] = copy.deepcopy(updated["metadata"])
