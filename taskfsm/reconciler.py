@@ -232,7 +232,9 @@ class TaskReconciler:
             return ""  # a reference nothing can resolve: there is nothing to wait for (D22)
         if self.caches.get(kind, ref.get("namespace") or None, ref.get("name") or "") is None:
             return ""  # the MPE itself is gone: nobody can ever clean up through it
-        if self._cleanup_expired(state.task):
+        if self._cleanup_expired(state.task) and not self.mpes.pending(ref):
+            # Only an MPE tried and found unreachable is given up on: one whose client this
+            # process has not set up yet (a restart long after the deletion) is waited for.
             return ""
         reason = state.cluster_error or self.mpes.error(
             state.status.get("mediaProcessingEntityRef")
@@ -367,7 +369,12 @@ class TaskReconciler:
         else:
             workflow_state = WorkflowState.ACTIVE
         deleting = bool(meta.get("deletionTimestamp"))
-        mpe_ref = status.get("mediaProcessingEntityRef") or (self._unrecorded_mpe(task) if deleting else None)
+        mpe_ref = status.get("mediaProcessingEntityRef")
+        if not mpe_ref and deleting:
+            mpe_ref = self._unrecorded_mpe(task)
+            if mpe_ref:  # from now on the deletion knows (and records) where its Job would be
+                state.status["mediaProcessingEntityRef"] = mpe_ref
+                status = state.status
         cluster = self.mpes.get(mpe_ref)
         if (
             cluster is not None

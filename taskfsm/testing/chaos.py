@@ -123,8 +123,14 @@ class ChildLedger:
         self._lock = threading.Lock()
         self.job_uids: dict[str, set[str]] = {}
         self.secret_uids: dict[str, set[str]] = {}
+        self._tasks = Informer(rest, TASKS, namespace=namespace, watch_timeout=30)
+        self.history: dict[str, list[str]] = {}
+        """Per Task and Job name, one line per watch event (phase, finalizers, deletion), for
+        explaining a violation."""
         self._jobs.add_handler(lambda kind, obj: self._note(self.job_uids, kind, obj))
         self._secrets.add_handler(lambda kind, obj: self._note(self.secret_uids, kind, obj))
+        self._tasks.add_handler(self._trace)
+        self._jobs.add_handler(self._trace)
 
     def _note(self, into: dict[str, set[str]], kind: str, obj: dict[str, Any]) -> None:
         if kind != ADDED:
@@ -134,16 +140,38 @@ class ChildLedger:
         with self._lock:
             into.setdefault(task, set()).add(meta.get("uid") or "")
 
+    def _trace(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        if obj.get("kind") == "Job" or "batch" in str(obj.get("apiVersion")):
+            owner = f"job:{(meta.get('labels') or {}).get(c.LABEL_TASK_NAME, '')}"
+            what = f"uid={meta.get('uid', '')[:8]} conditions={[x.get('type') for x in status.get('conditions') or []]}"
+        else:
+            owner = meta.get("name", "")
+            what = f"phase={status.get('phase')!r} jobRef={(status.get('jobRef') or {}).get('uid', '')[:8]} message={status.get('message')!r}"
+        line = (
+            f"{time.strftime('%H:%M:%S')} {kind} rv={meta.get('resourceVersion')} {what} "
+            f"finalizers={meta.get('finalizers')} deleting={bool(meta.get('deletionTimestamp'))}"
+        )
+        with self._lock:
+            self.history.setdefault(owner, []).append(line)
+
+    def explain(self, task: str) -> str:
+        """The recorded events of Task ``task`` and its Jobs."""
+        with self._lock:
+            lines = [*self.history.get(task, []), *self.history.get(f"job:{task}", [])]
+        return f"--- {task} ---\n" + "\n".join(sorted(lines))
+
     def __enter__(self) -> ChildLedger:
-        self._jobs.start()
-        self._secrets.start()
-        if not (self._jobs.wait_synced(30) and self._secrets.wait_synced(30)):
+        for informer in (self._jobs, self._secrets, self._tasks):
+            informer.start()
+        if not all(inf.wait_synced(30) for inf in (self._jobs, self._secrets, self._tasks)):
             raise TimeoutError("child ledger did not sync")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._jobs.stop()
-        self._secrets.stop()
+        for informer in (self._jobs, self._secrets, self._tasks):
+            informer.stop()
 
     def jobs_of(self, task: str) -> set[str]:
         with self._lock:
@@ -184,13 +212,15 @@ class Fleet:
             self.rest.create(BY_KIND[obj["kind"]], self.namespace, obj)
         return self
 
-    def add(self, name: str, *, fail: bool = False) -> None:
-        """Create Task ``name`` in its own Workflow; it must end Failed when ``fail``."""
+    def add(self, name: str, *, fail: bool = False, function: str | None = None) -> None:
+        """Create Task ``name`` in its own Workflow; it must end Failed when ``fail``.
+        ``function`` runs another Function (created by the caller) instead of ``ok``/``fail``."""
         from taskfsm.kube.resources import WORKFLOWS
 
         self.rest.create(WORKFLOWS, self.namespace, objects.workflow(f"wf-{name}"))
         self.expectations[name] = Expectation(name, "Failed" if fail else "Succeeded")
-        task = objects.task(name, workflow_name=f"wf-{name}", function_name="fail" if fail else "ok", mpe_name=self.mpe)
+        function = function or ("fail" if fail else "ok")
+        task = objects.task(name, workflow_name=f"wf-{name}", function_name=function, mpe_name=self.mpe)
         self.rest.create(TASKS, self.namespace, task)
 
     def delete(self, name: str) -> None:
@@ -221,6 +251,16 @@ class Fleet:
             for s in self.rest.list(SECRETS, self.namespace, label_selector=c.LABEL_TASK_NAME)["items"]
         }
         return jobs, secrets
+
+    def events_of(self, name: str) -> str:
+        """The Events about Task ``name`` (reason: note), oldest first."""
+        from taskfsm.kube.rest import EVENTS
+
+        items = [
+            e for e in self.rest.list(EVENTS, self.namespace)["items"] if (e.get("regarding") or {}).get("name") == name
+        ]
+        items.sort(key=lambda e: e.get("eventTime") or (e.get("metadata") or {}).get("creationTimestamp") or "")
+        return "\n".join(f"  event {e.get('reason')}: {e.get('note')}" for e in items)
 
     def settled(self) -> bool:
         """Every kept Task terminal, every deleted one gone (cheap check before :meth:`violations`)."""

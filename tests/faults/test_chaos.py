@@ -102,5 +102,8 @@ def test_chaos_keeps_every_invariant(faults_plane, fleet, ledger, faults_kubelet
         figures["seed"] = SEED
         figures["violations"] = len(problems)
         print("\n" + summary_line(**figures))
+        for name in sorted({p.split(":")[0] for p in problems}):
+            print(ledger.explain(name))
+            print(fleet.events_of(name))
         assert problems == []
         assert proc.running

@@ -23,32 +23,37 @@ HOLD_LIMIT = 30.0
 
 
 class HoldableRest(FaultyRest):
-    """A FaultyRest whose Job watch requests wait while ``hold`` is set: the Job cache freezes
-    (a watch that lags, or a connection that stalls), everything else keeps working."""
+    """A FaultyRest whose Job lists and watches wait while ``hold`` is set: the Job cache freezes
+    (a watch that lags, or a connection that stalls) or never fills (a MediaProcessingEntity
+    whose client is still being set up); everything else keeps working."""
 
     def __init__(self, *args: Any, hold: threading.Event, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.hold = hold
 
     def request(self, method: str, res: Any, path: str, **kwargs: Any) -> Any:
-        if kwargs.get("verb") == "WATCH" and res.plural == "jobs":
+        if kwargs.get("verb") in ("WATCH", "LIST") and res.plural == "jobs":
             deadline = time.monotonic() + HOLD_LIMIT
             while self.hold.is_set() and time.monotonic() < deadline:
                 time.sleep(0.05)
         return super().request(method, res, path, **kwargs)
 
 
-@pytest.fixture
-def held_controller(faults_api, faults_namespace) -> Iterator[tuple[Controller, Faults, threading.Event]]:
-    log, faults, hold = RequestLog(), Faults(), threading.Event()
+def held(api: Any, namespace: str, hold: threading.Event, faults: Faults | None = None, **settings: Any) -> Controller:
+    """A started in-process Controller whose every Rest is a HoldableRest on ``hold``."""
+    log, faults = RequestLog(), faults or Faults()
 
     def factory(api: Any) -> HoldableRest:
         return HoldableRest(api, log=log, faults=faults, hold=hold)
 
-    settings = Settings(
-        namespace=faults_namespace, metrics_address=None, health_address=None, shutdown_timeout=5, watch_timeout=15
-    )
-    ctl = Controller(faults_api, settings, rest_factory=factory).start()
+    options = {"namespace": namespace, "metrics_address": None, "health_address": None, "shutdown_timeout": 5, "watch_timeout": 15}
+    return Controller(api, Settings(**{**options, **settings}), rest_factory=factory).start()
+
+
+@pytest.fixture
+def held_controller(faults_api, faults_namespace) -> Iterator[tuple[Controller, Faults, threading.Event]]:
+    faults, hold = Faults(), threading.Event()
+    ctl = held(faults_api, faults_namespace, hold, faults)
     try:
         yield ctl, faults, hold
     finally:
@@ -147,3 +152,33 @@ def test_deleting_task_whose_status_never_recorded_its_mpe_still_cleans_up(fleet
         fault.times = 0
     hold.clear()
     assert fleet.wait_settled(30, ledger) == []
+
+
+def test_restart_long_after_a_deletion_cleans_up_instead_of_abandoning(faults_api, faults_namespace, fleet, ledger, faults_kubelet):
+    """Found while explaining a chaos run: a Task deleted while the controller was down for
+    longer than ``cleanup_timeout`` had its Job abandoned by the restarted controller, because
+    its first reconcile ran before the MediaProcessingEntity's Job watch had synced and "not set
+    up yet" counted as "unreachable for too long". A pending MPE client is waited for, whatever
+    the deletion's age."""
+    from taskfsm.kube.resources import BY_KIND
+
+    fleet.rest.create(BY_KIND["Function"], faults_namespace, objects.function("long", run_seconds=600))
+    first = held(faults_api, faults_namespace, threading.Event(), cleanup_timeout=1)
+    try:
+        fleet.add("slow", function="long")
+        wait_for(lambda: (fleet.tasks()["slow"].get("status") or {}).get("phase") == "Running", timeout=30, what="Running")
+    finally:
+        first.stop()
+    fleet.delete("slow")
+    time.sleep(2)  # the controller is down for longer than cleanup_timeout
+
+    hold = threading.Event()
+    hold.set()  # the restarted controller's Job watch cannot sync for a while
+    second = held(faults_api, faults_namespace, hold, cleanup_timeout=1)
+    try:
+        time.sleep(12)  # Task workers start after at most 10 s without the MPE
+        hold.clear()
+        assert fleet.wait_settled(30, ledger) == []
+    finally:
+        hold.clear()
+        second.stop()
