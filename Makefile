@@ -17,4 +17,7 @@ test: setup ## run the whole test suite (unit tests and tests against the real c
 test-fast: ## run only the tests that need no control plane
 	$(PY) -m pytest -m "not integration"
 
-.PHONY: help setup demo test test-fast
+bench: setup ## benchmark taskfsm run on a local control plane (≤ 25 min); writes docs/benchmarks.md
+	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
+
+.PHONY: help setup demo test test-fast bench
