@@ -120,7 +120,9 @@ def cmd_render_job(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="taskfsm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="taskfsm", description="taskfsm: the nagare media engine Task controller, and its tools."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the Task controller", description="Run the Task controller against a cluster.")
@@ -182,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     render_job.add_argument("--namespace", default="default", help="namespace for objects without one")
     render_job.add_argument("--show-secrets", action="store_true", help="print the helper data unmasked")
     render_job.set_defaults(func=cmd_render_job)
+    for choice in sub._choices_actions:  # `taskfsm CMD --help` opens with the command's summary
+        command = sub.choices[choice.dest]
+        command.description = command.description or choice.help
     return parser
 
 

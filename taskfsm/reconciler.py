@@ -174,7 +174,10 @@ class TaskReconciler:
             observation = self.observe(state)
             waiting = self._cleanup_must_wait(state, observation)
             if waiting:
-                return self._finish_early(state, waiting)
+                ref = state.status.get("mediaProcessingEntityRef")
+                # An MPE not set up yet (a restart) has not failed: waiting for it must not
+                # count towards abandoning the Job once it is ready.
+                return self._finish_early(state, waiting, failed=not self.mpes.pending(ref))
             outcome = run_pass(observation, effects, now=state.now)
             self._apply(state, outcome)
             if outcome.phase and outcome.phase != state.path[-1]:
@@ -254,9 +257,13 @@ class TaskReconciler:
         elif outcome.error is not None:
             self._cleanup_failed.add(uid)
 
-    def _finish_early(self, state: PassState, message: str) -> Result:
-        """End a reconcile before the statechart ran: only ``status.message`` changes."""
-        self._cleanup_failed.add(state.meta.get("uid") or "")
+    def _finish_early(self, state: PassState, message: str, *, failed: bool = True) -> Result:
+        """End a reconcile before the statechart ran: only ``status.message`` changes.
+
+        ``failed`` records that the Task's cleanup found its MPE unreachable (see ``observe``).
+        """
+        if failed:
+            self._cleanup_failed.add(state.meta.get("uid") or "")
         state.status["message"] = message
         try:
             self._write_status(state)

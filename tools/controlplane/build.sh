@@ -35,7 +35,7 @@ ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \
 tmp="$out.partial.$$"
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-echo "controlplane: building etcd, kube-apiserver, kube-controller-manager $K8S_VERSION into $out (cold: ~20-30 min on 2 cores)" >&2
+echo "controlplane: building etcd, kube-apiserver, kube-controller-manager $K8S_VERSION into $out (cold: 5-15 min on 2 cores)" >&2
 start=$(date +%s)
 ( cd "$here" && go build -trimpath -tags selinux,notest -ldflags "$ld" -o "$tmp/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./cmd/etcd )
