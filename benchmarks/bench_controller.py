@@ -758,6 +758,7 @@ def machine_meta(plane: Any) -> dict[str, str]:
         "kubernetes (control plane)": f"kube-apiserver / kube-controller-manager {version}",
         "kubernetes client": kubernetes.__version__,
         "taskfsm commit": commit,
+        "load average at start (1/5/15 min)": " / ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 
 
@@ -901,6 +902,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             bench.stop_kubelet()
     meta["benchmark wall time"] = f"{(time.monotonic() - started) / 60:.1f} min"
+    meta["load average at end (1/5/15 min)"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     printable = {k: (v if not isinstance(v, dict) else {str(a): b for a, b in v.items()}) for k, v in config.items()}
     report = render(results, memory, meta, printable, notes)
     print(report)
