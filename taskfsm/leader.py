@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from taskfsm.kube.errors import KubeError
+from taskfsm.kube.errors import Conflict, KubeError
 from taskfsm.kube.rest import LEASES, Rest
 
 log = logging.getLogger(__name__)
@@ -123,15 +123,23 @@ class LeaderElector:
         if not self.leading.is_set():
             return
         self.leading.clear()
-        try:
-            lease = self.rest.get(LEASES, self.namespace, self.name)
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+        # A renewal still in flight may update the Lease between our read and our write (409):
+        # read again and retry, a few times at most.
+        for attempt in range(3):
+            try:
+                lease = self.rest.get(LEASES, self.namespace, self.name)
+                if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                    return
+                self.rest.patch(
+                    LEASES,
+                    self.namespace,
+                    self.name,
+                    {"metadata": {"resourceVersion": lease["metadata"]["resourceVersion"]}, "spec": {"holderIdentity": None}},
+                )
                 return
-            self.rest.patch(
-                LEASES,
-                self.namespace,
-                self.name,
-                {"metadata": {"resourceVersion": lease["metadata"]["resourceVersion"]}, "spec": {"holderIdentity": None}},
-            )
-        except KubeError as exc:
-            log.warning("could not release the Lease", extra={"error": str(exc)})
+            except Conflict:
+                if attempt == 2:
+                    log.warning("could not release the Lease: it kept changing")
+            except KubeError as exc:
+                log.warning("could not release the Lease", extra={"error": str(exc)})
+                return
