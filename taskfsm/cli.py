@@ -8,11 +8,14 @@ diagram), ``render-job`` (the Job and Secret a Task would produce, offline).
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 
 def _add_kube_flags(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +36,36 @@ def _api_client(args: argparse.Namespace):  # noqa: ANN202 - kubernetes type
         raise SystemExit("no kubeconfig found and not running in a cluster: pass --kubeconfig") from None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run until SIGTERM/SIGINT (exit 0 after a graceful stop) or a lost Lease (exit 1)."""
+def exit_after_stop(code: int) -> NoReturn:
+    """End the process with ``code`` once the controller has stopped, skipping interpreter
+    finalization.
+
+    Some library threads cannot be stopped (the client's leader-election renew loop, a watch
+    read until its timeout). Finalizing the interpreter while such daemon threads still run can
+    abort the process (SIGABRT, exit -6) instead of exiting with ``code``: a graceful stop seen
+    as a crash by Kubernetes and by tests. Log handlers and stdio are flushed first, so nothing
+    written before the stop is lost.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to save
+            pass
+    os._exit(code)
+
+
+def cmd_run(args: argparse.Namespace) -> NoReturn:
+    """Run until SIGTERM/SIGINT (exit 0 after a graceful stop) or a lost Lease (exit 1).
+
+    Ends the process itself (:func:`exit_after_stop`); a fatal signal prints every thread's
+    traceback to stderr (:mod:`faulthandler`).
+    """
     from taskfsm import logs
     from taskfsm.api.config import WorkflowManagerConfiguration
     from taskfsm.controller import Controller, Settings
 
+    faulthandler.enable()
     logs.configure(level=args.log_level, json=args.log_format == "json")
     nats = None
     extra: dict[str, object] = {}
@@ -75,18 +102,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     except TimeoutError as exc:
         print(f"taskfsm: {exc}", file=sys.stderr)
         controller.stop()
-        return 1
+        exit_after_stop(1)
     print(f"taskfsm: controller running (workers={settings.workers}, leader election={'on' if leader_elect else 'off'})", file=sys.stderr)
     controller.wait()
     print("taskfsm: stopping", file=sys.stderr)
     controller.stop()
-    return 1 if controller.lost_leadership.is_set() else 0
+    exit_after_stop(1 if controller.lost_leadership.is_set() else 0)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: argparse.Namespace) -> NoReturn:
+    """The embedded demo; ends the process itself like :func:`cmd_run`."""
     from taskfsm import demo
 
-    return demo.main(output=Path(args.output), timeout=args.timeout, keep=args.keep)
+    exit_after_stop(demo.main(output=Path(args.output), timeout=args.timeout, keep=args.keep))
 
 
 def cmd_diagram(args: argparse.Namespace) -> int:
