@@ -30,6 +30,7 @@ from taskfsm.kube import client as kube_client
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
+from taskfsm.kube.transforms import job_transform
 
 log = logging.getLogger(__name__)
 
@@ -277,6 +278,7 @@ class MpeRegistry:
                     namespace=namespace,
                     label_selector=JOB_LABEL_SELECTOR,
                     name=f"jobs@{cluster_id}/{namespace}",
+                    transform=job_transform,  # the pod template is never read from the cache
                     **self.informer_options,
                 )
                 informer.add_handler(self._job_event)

@@ -25,7 +25,9 @@ reconnect replays all events since the first list and eventually turns into a 41
 retries a 410 once with the same version. The line splitting of the client's watch module is
 reused.
 
-Cached objects are plain dicts without ``managedFields``; callers must not mutate them.
+Cached objects are plain dicts passed through the informer's transform
+(:mod:`taskfsm.kube.transforms`: no ``managedFields``, shared strings, for Jobs no ``spec``);
+callers must not mutate them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
 from taskfsm.kube.rest import Resource, Rest
+from taskfsm.kube.transforms import default_transform
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,9 @@ EventHandler = Callable[[str, dict[str, Any]], None]
 
 FIRST_BACKOFF = 0.5
 """Seconds before the first retry of a failing list or watch (doubles per failure)."""
+
+LIST_PAGE_SIZE = 500
+"""Objects per list request (client-go's reflector default)."""
 
 
 class Informer:
@@ -67,6 +73,10 @@ class Informer:
         max_backoff: cap in seconds on the wait before retrying a failing list or watch
             (the actual wait is jittered to 0.5–1.5 times the capped value).
         name: label for logs and metrics (default ``plural/namespace``).
+        transform: what the cache keeps of each listed or watched object (a new dict; the
+            default drops managedFields and shares strings, :mod:`taskfsm.kube.transforms`).
+            Handlers receive the transformed object.
+        page_size: objects per list request (:meth:`_list_all`).
 
     Counters for operators and tests: ``relists`` (lists after the first), ``watches`` (watch
     requests opened), ``failures`` (lists or watches that failed), ``last_failure`` (monotonic
@@ -84,8 +94,12 @@ class Informer:
         read_margin: float = 30.0,
         max_backoff: float = 30.0,
         name: str = "",
+        transform: Callable[[dict[str, Any]], dict[str, Any]] = default_transform,
+        page_size: int = LIST_PAGE_SIZE,
     ) -> None:
         self.rest = rest
+        self.transform = transform
+        self.page_size = page_size
         self.res = res
         self.namespace = namespace
         self.label_selector = label_selector
@@ -200,15 +214,7 @@ class Informer:
                 self._stopped.wait(self._backoff())
 
     def _relist(self) -> None:
-        body = self.rest.list(self.res, self.namespace, label_selector=self.label_selector)
-        items = body.get("items") or []
-        fresh: dict[str, dict[str, Any]] = {}
-        for item in items:
-            # Lists omit apiVersion/kind on items; handlers and models want them.
-            item.setdefault("apiVersion", self.res.api_version)
-            item.setdefault("kind", self.res.kind)
-            _slim(item)
-            fresh[_key(item)] = item
+        fresh, resource_version = self._list_all()
         with self._lock:
             old, self._store = self._store, fresh
         for key, obj in old.items():
@@ -220,12 +226,47 @@ class Informer:
                 self._dispatch(ADDED, obj)
             elif _rv(before) != _rv(obj):
                 self._dispatch(MODIFIED, obj)
-        self.resource_version = (body.get("metadata") or {}).get("resourceVersion") or None
+        self.resource_version = resource_version
         if self.has_synced:
             self.relists += 1
         self.has_synced = True
         self._synced.set()
         self._mark_healthy()
+
+    def _list_all(self) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """Every object, transformed, by key; and the list's resourceVersion.
+
+        Paged (:data:`LIST_PAGE_SIZE` objects per request, like client-go's reflector): only one
+        page of untransformed objects is alive at a time, so a large first list neither peaks nor
+        leaves the heap fragmented at several times the cache's size. All pages belong to the
+        snapshot of the first; if it expires mid-way (``410`` on a continue token, the API server
+        compacted it), the list starts over unpaged.
+        """
+        fresh: dict[str, dict[str, Any]] = {}
+        token: str | None = None
+        limit: int | None = self.page_size
+        while True:
+            try:
+                body = self.rest.list(
+                    self.res, self.namespace, label_selector=self.label_selector, limit=limit, continue_token=token
+                )
+            except Gone:
+                if token is None:
+                    raise
+                log.info("list snapshot expired between pages; listing again unpaged", extra={"informer": self.name})
+                fresh, token, limit = {}, None, None
+                continue
+            for item in body.get("items") or []:
+                # Lists omit apiVersion/kind on items; handlers and models want them.
+                item.setdefault("apiVersion", self.res.api_version)
+                item.setdefault("kind", self.res.kind)
+                item = self.transform(item)
+                fresh[_key(item)] = item
+            meta = body.get("metadata") or {}
+            del body  # this page's raw objects go before the next page arrives
+            token = meta.get("continue") or None
+            if not token or limit is None:
+                return fresh, meta.get("resourceVersion") or None
 
     def _watch(self) -> None:
         timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))  # noqa: S311 - jitter
@@ -287,11 +328,12 @@ class Informer:
         if kind == BOOKMARK:
             self._consecutive_failures = 0
         elif kind in (ADDED, MODIFIED):
-            _slim(obj)
+            obj = self.transform(obj)
             with self._lock:
                 self._store[_key(obj)] = obj
             self._dispatch(kind, obj)
         elif kind == DELETED:
+            obj = self.transform(obj)
             with self._lock:
                 self._store.pop(_key(obj), None)
             self._dispatch(DELETED, obj)
@@ -345,9 +387,3 @@ def _key(obj: dict[str, Any]) -> str:
 def _rv(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
-
-def _slim(obj: dict[str, Any]) -> None:
-    """Drop what a controller never reads from a cached object (managedFields: ~40 % of it)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)

@@ -102,11 +102,17 @@ class Rest:
         label_selector: str | None = None,
         field_selector: str | None = None,
         resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
     ) -> dict[str, Any]:
+        """One LIST. With ``limit``, one page: ``metadata.continue`` of the result asks for the
+        next (pass it as ``continue_token``); an expired token raises :class:`Gone`."""
         query = {
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
             "resourceVersion": resource_version,
+            "limit": str(limit) if limit else None,
+            "continue": continue_token,
         }
         return self.request("GET", res, res.path(namespace), query=query, verb="LIST")
 

@@ -115,3 +115,59 @@ def test_expired_resource_version_relists_once_and_synthesises_deletes(control_p
             assert informer.relists == 1
         finally:
             informer.stop()
+
+
+class ListSpy:
+    """A real :class:`Rest` that records the (limit, continue) of every list request."""
+
+    def __init__(self, rest: Rest, *, expire_continue_once: bool = False) -> None:
+        self._rest = rest
+        self.pages: list[tuple[int | None, bool]] = []
+        self._expire = expire_continue_once
+
+    def __getattr__(self, name: str):
+        return getattr(self._rest, name)
+
+    def list(self, res, namespace=None, **kwargs):
+        self.pages.append((kwargs.get("limit"), bool(kwargs.get("continue_token"))))
+        if self._expire and kwargs.get("continue_token"):
+            self._expire = False
+            from taskfsm.kube.errors import Gone
+
+            raise Gone("The provided continue parameter is too old")
+        return self._rest.list(res, namespace, **kwargs)
+
+
+def test_the_first_list_is_paged_and_caches_every_object(rest, namespace):
+    """Large lists come in pages (client-go's reflector does the same): all 7 objects cached,
+    delivered ADDED once each, and the watch resumes from the paged list's resourceVersion."""
+    for i in range(7):
+        rest.create(CONFIGMAPS, namespace, configmap(f"cm-{i}"))
+    spy = ListSpy(rest)
+    informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=3))  # type: ignore[arg-type]
+    try:
+        assert spy.pages == [(3, False), (3, True), (3, True)]
+        assert sorted(o["metadata"]["name"] for o in informer.list()) == [f"cm-{i}" for i in range(7)]
+        assert all(not o["metadata"].get("managedFields") for o in informer.list())
+        assert seen.events == Counter({("ADDED", f"cm-{i}"): 1 for i in range(7)})
+        rest.create(CONFIGMAPS, namespace, configmap("cm-late"))
+        wait_for(lambda: seen.events[("ADDED", "cm-late")] == 1, timeout=10, what="the watch after the paged list")
+        assert len(spy.pages) == 3, "no relist: the watch resumed from the list's resourceVersion"
+    finally:
+        informer.stop()
+
+
+def test_an_expired_snapshot_between_pages_lists_again_unpaged(rest, namespace):
+    """A continue token the API server no longer honours (410) restarts the list without pages;
+    nothing from the abandoned pages is delivered twice."""
+    for i in range(5):
+        rest.create(CONFIGMAPS, namespace, configmap(f"cm-{i}"))
+    spy = ListSpy(rest, expire_continue_once=True)
+    informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=2))  # type: ignore[arg-type]
+    try:
+        assert spy.pages == [(2, False), (2, True), (None, False)]
+        assert sorted(o["metadata"]["name"] for o in informer.list()) == [f"cm-{i}" for i in range(5)]
+        assert seen.events == Counter({("ADDED", f"cm-{i}"): 1 for i in range(5)})
+        assert informer.failures == 0
+    finally:
+        informer.stop()
