@@ -9,25 +9,22 @@ The reconciler then patches status from the outcome (unless `finalized`) and req
 backoff when `error` is set. Level-triggered: the next pass starts again from what is
 persisted, so a pass that failed halfway is simply repeated.
 
-Two kinds of names are resolved at runtime. Guards and effects resolve on the model through
-`_ModelBinding`, which hands each the observation, records effects, and stops all further
-guards once the pass has an error. Verdicts (`note_*`, `report_*`, `record_error`) resolve on
-`_PassRecord`, the machine's own model: pure bookkeeping of the pass's reason and error.
+Two kinds of names are resolved at runtime (`machines.binding`). Guards and effects resolve on
+the model through `_ModelBinding`, which hands each the observation, records effects, and stops
+all further guards once the pass has an error. Verdicts (`note_*`, `report_*`, `record_error`)
+resolve on `_PassRecord`, the machine's own model: pure bookkeeping of the pass's reason and
+error.
 
 Spec: task-controller.md §3.2-§3.4, §3.14 (errors, aggregation) and decisions.md D23.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
-from statemachine.orderedset import OrderedSet
-
-from machines.catalog import transition_key
+from machines.binding import OutcomeErrors, PassError, PassRecord, binding_class, missing_callbacks
 from machines.conditions import Condition, TerminalReason, compute_conditions
 from machines.model import EFFECT_NAMES, GUARD_NAMES, TaskLifecycleModel
 from machines.observation import TaskObservation
@@ -56,16 +53,7 @@ MPE_UNAVAILABLE_MESSAGE: Final = "MediaProcessingEntity does not exist or is not
 
 
 @dataclass(frozen=True, slots=True)
-class PassError:
-    """Why a pass ended in error. `action` names the callback that raised or reported it."""
-
-    message: str
-    action: str | None = None
-    exception: BaseException | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class PassOutcome:
+class PassOutcome(OutcomeErrors):
     """What one pass decided and did.
 
     Attributes:
@@ -88,38 +76,12 @@ class PassOutcome:
     conditions: tuple[Condition, ...] = ()
     transitions: tuple[str, ...] = ()
 
-    @property
-    def error(self) -> PassError | None:
-        """The first error, or None for a successful pass."""
-        return self.errors[0] if self.errors else None
 
-    @property
-    def message(self) -> str:
-        """`status.message`: the error text, `[a, b]` for several (§3.14), `""` on success."""
-        if len(self.errors) > 1:
-            return "[" + ", ".join(e.message for e in self.errors) + "]"
-        return self.errors[0].message if self.errors else ""
+class _PassRecord(PassRecord):
+    """The Task chart's model for one pass: `PassRecord` plus the Task verdicts."""
 
-    @property
-    def finalized(self) -> bool:
-        """The Task's finalizer is gone: persist nothing more, the Task is going."""
-        return self.state == "finalized"
-
-
-class _PassRecord:
-    """The statechart's model for one pass: its configuration and the verdict callbacks."""
-
-    def __init__(self, configuration: list[str], observation: TaskObservation) -> None:
-        self.state: Any = OrderedSet(configuration)
-        self.observation = observation
-        self.effects: list[str] = []
-        self.errors: list[PassError] = []
-        self.reason: TerminalReason | None = None
-        self.reason_message = ""
-        self.taken: list[str] = []
-        self.running_callback: str | None = None
-        self.failed = False
-        """Set as soon as a callback raises, before error.execution is even processed."""
+    chart = TaskLifecycle
+    reason: TerminalReason | None
 
     def _terminal(self, reason: TerminalReason, message: str) -> None:
         self.reason, self.reason_message = reason, message
@@ -155,75 +117,9 @@ class _PassRecord:
     def report_mpe_unavailable(self) -> None:
         self.errors.append(PassError(MPE_UNAVAILABLE_MESSAGE, action="report_mpe_unavailable"))
 
-    def record_error(self, error: BaseException) -> None:
-        # error.execution: an effect or guard raised. Nothing may raise here, or the library
-        # would drop the error with only a log line.
-        message = str(error) or type(error).__name__
-        self.errors.append(PassError(message, action=self.running_callback, exception=error))
-        self.running_callback = None
 
-    def after_transition(self, transition: Any) -> None:
-        self.taken.append(transition_key(transition))
-
-
-class _ModelBinding:
-    """Listener that resolves guards and effects on the model, with the observation bound.
-
-    The class gets one method per name of `TaskLifecycleModel` (below), so the library
-    validates the chart's names against the protocol when it builds the machine.
-    """
-
-    def __init__(
-        self, model: TaskLifecycleModel, observation: TaskObservation, record: _PassRecord
-    ) -> None:
-        self._model = model
-        self._observation = observation
-        self._record = record
-
-    def _guard(self, name: str) -> bool:
-        record = self._record
-        if record.failed or record.errors:
-            # The pass already failed: take no further transition. A raising guard counts
-            # as False for the library, which would go on to the next candidate transition;
-            # this stops that. Error handlers have no guards, so the error is still recorded.
-            return False
-        try:
-            return bool(getattr(self._model, name)(self._observation))
-        except Exception:
-            record.running_callback, record.failed = name, True
-            raise
-
-    def _effect(self, name: str) -> None:
-        record = self._record
-        record.running_callback = name
-        try:
-            getattr(self._model, name)(self._observation)
-        except Exception:
-            record.failed = True
-            raise
-        record.running_callback = None
-        record.effects.append(name)
-
-
-def _bind(name: str, kind: Callable[[_ModelBinding, str], Any]) -> Callable[[_ModelBinding], Any]:
-    def callback(self: _ModelBinding) -> Any:
-        return kind(self, name)
-
-    callback.__name__ = name
-    return callback
-
-
-for _name in GUARD_NAMES:
-    setattr(_ModelBinding, _name, _bind(_name, _ModelBinding._guard))
-for _name in EFFECT_NAMES:
-    setattr(_ModelBinding, _name, _bind(_name, _ModelBinding._effect))
-
-
-@functools.cache
-def _missing_callbacks(model_type: type) -> tuple[str, ...]:
-    return tuple(
-        name for name in GUARD_NAMES + EFFECT_NAMES if not callable(getattr(model_type, name, None))
-    )
+_ModelBinding = binding_class("_ModelBinding", GUARD_NAMES, EFFECT_NAMES)
+"""Guards and effects of `TaskLifecycleModel`, resolved on the runtime's model."""
 
 
 def build_machine(
@@ -264,7 +160,7 @@ def run_pass(
         missing, MPE not ready), an unknown phase or a model lacking a callback all come
         back as `errors`, with the phase where the pass stopped.
     """
-    missing = _missing_callbacks(type(model))
+    missing = missing_callbacks(type(model), GUARD_NAMES + EFFECT_NAMES)
     if missing:
         lacking = f"model {type(model).__name__} lacks {', '.join(missing)}"
         return _stopped(observation, now, lacking)

@@ -19,17 +19,12 @@ Spec: task-controller.md §4.3 with decisions.md D20 and D23.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from statemachine.orderedset import OrderedSet
-
-from machines.catalog import transition_key
+from machines.binding import OutcomeErrors, PassError, PassRecord, binding_class, missing_callbacks
 from machines.conditions import Condition
-from machines.driver import PassError
 from machines.workflow import (
     PHASE_STATES,
     STATE_PHASES,
@@ -56,7 +51,7 @@ TASKS_ACTIVE_MESSAGE: Final = "not all Tasks have terminated"
 
 
 @dataclass(frozen=True, slots=True)
-class WorkflowPassOutcome:
+class WorkflowPassOutcome(OutcomeErrors):
     """What one pass decided and did.
 
     Attributes:
@@ -83,39 +78,17 @@ class WorkflowPassOutcome:
     transitions: tuple[str, ...] = ()
     requeue_after: float | None = None
 
-    @property
-    def error(self) -> PassError | None:
-        """The first error, or None for a successful pass."""
-        return self.errors[0] if self.errors else None
 
-    @property
-    def message(self) -> str:
-        """`status.message`: the error text, `[a, b]` for several, `""` on success."""
-        if len(self.errors) > 1:
-            return "[" + ", ".join(e.message for e in self.errors) + "]"
-        return self.errors[0].message if self.errors else ""
+class _PassRecord(PassRecord):
+    """The Workflow chart's model for one pass: `PassRecord` plus the Workflow verdicts and
+    the termination wait."""
 
-    @property
-    def finalized(self) -> bool:
-        """The Workflow's finalizer is gone: persist nothing more, the Workflow is going."""
-        return self.state == "finalized"
-
-
-class _PassRecord:
-    """The statechart's model for one pass: its configuration and the verdict callbacks."""
+    chart = WorkflowLifecycle
+    reason: WorkflowReason | None
 
     def __init__(self, configuration: list[str], observation: WorkflowObservation) -> None:
-        self.state: Any = OrderedSet(configuration)
-        self.observation = observation
-        self.effects: list[str] = []
-        self.errors: list[PassError] = []
-        self.reason: WorkflowReason | None = None
-        self.reason_message = ""
+        super().__init__(configuration, observation)
         self.requeue_after: float | None = None
-        self.taken: list[str] = []
-        self.running_callback: str | None = None
-        self.failed = False
-        """Set as soon as a callback raises, before error.execution is even processed."""
 
     def note_task_failed(self) -> None:
         names = self.observation.fatal_failures
@@ -153,73 +126,9 @@ class _PassRecord:
     def report_tasks_active(self) -> None:
         self.errors.append(PassError(TASKS_ACTIVE_MESSAGE, action="report_tasks_active"))
 
-    def record_error(self, error: BaseException) -> None:
-        # error.execution: an effect or guard raised. Nothing may raise here, or the library
-        # would drop the error with only a log line.
-        message = str(error) or type(error).__name__
-        self.errors.append(PassError(message, action=self.running_callback, exception=error))
-        self.running_callback = None
 
-    def after_transition(self, transition: Any) -> None:
-        self.taken.append(transition_key(transition, WorkflowLifecycle))
-
-
-class _ModelBinding:
-    """Listener that resolves guards and effects on the model, with the observation bound.
-
-    The class gets one method per name of `WorkflowLifecycleModel` (below), so the library
-    validates the chart's names against the protocol when it builds the machine.
-    """
-
-    def __init__(
-        self, model: WorkflowLifecycleModel, observation: WorkflowObservation, record: _PassRecord
-    ) -> None:
-        self._model = model
-        self._observation = observation
-        self._record = record
-
-    def _guard(self, name: str) -> bool:
-        record = self._record
-        if record.failed or record.errors:
-            # The pass already failed: take no further transition (see machines.driver).
-            return False
-        try:
-            return bool(getattr(self._model, name)(self._observation))
-        except Exception:
-            record.running_callback, record.failed = name, True
-            raise
-
-    def _effect(self, name: str) -> None:
-        record = self._record
-        record.running_callback = name
-        try:
-            getattr(self._model, name)(self._observation)
-        except Exception:
-            record.failed = True
-            raise
-        record.running_callback = None
-        record.effects.append(name)
-
-
-def _bind(name: str, kind: Callable[[_ModelBinding, str], Any]) -> Callable[[_ModelBinding], Any]:
-    def callback(self: _ModelBinding) -> Any:
-        return kind(self, name)
-
-    callback.__name__ = name
-    return callback
-
-
-for _name in GUARD_NAMES:
-    setattr(_ModelBinding, _name, _bind(_name, _ModelBinding._guard))
-for _name in EFFECT_NAMES:
-    setattr(_ModelBinding, _name, _bind(_name, _ModelBinding._effect))
-
-
-@functools.cache
-def _missing_callbacks(model_type: type) -> tuple[str, ...]:
-    return tuple(
-        name for name in GUARD_NAMES + EFFECT_NAMES if not callable(getattr(model_type, name, None))
-    )
+_ModelBinding = binding_class("_ModelBinding", GUARD_NAMES, EFFECT_NAMES)
+"""Guards and effects of `WorkflowLifecycleModel`, resolved on the runtime's model."""
 
 
 def build_machine(
@@ -252,7 +161,7 @@ def run_pass(
         not listed, Tasks still active while deleting) or a model lacking a callback come
         back as `errors`, with the phase where the pass stopped.
     """
-    missing = _missing_callbacks(type(model))
+    missing = missing_callbacks(type(model), GUARD_NAMES + EFFECT_NAMES)
     if missing:
         return _stopped(observation, now, f"model {type(model).__name__} lacks {', '.join(missing)}")
     try:
