@@ -781,6 +781,8 @@ def _verdicts(agg: dict[tuple[str, int, int], dict[str, Any]], memory: list[dict
         mb = big["rss_mib"] * 1.048576
         status = "met" if big["tasks"] >= 5000 and mb <= 150 else ("NOT met" if big["tasks"] >= 5000 else "not measured at 5,000")
         worst = max(big.get("rss_runs") or [big["rss_mib"]])
+        if status == "met" and worst * 1.048576 > 150:
+            status = "met by the median, NOT by every run"
         out.append(f"Memory: median {big['rss_mib']:.1f} MiB ({mb:.0f} MB) RSS with {int(big['tasks']):,} Tasks in cache, "
                    f"largest run {worst:.1f} MiB ({worst * 1.048576:.0f} MB) (goal ≤ 150 MB at 5,000): {status}.")
     sizes = sorted({k[1] for k in bursts})
@@ -878,7 +880,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="runs per (size, workers) (default 3, 1 for the largest size)")
     parser.add_argument("--budget-minutes", type=float, help="stop starting runs beyond this (default 24; --quick 3)")
     parser.add_argument("--output", default=str(REPO / "docs" / "benchmarks.md"), help="Markdown report ('' = none)")
-    parser.add_argument("--json", help="also write the raw results here")
+    parser.add_argument(
+        "--json", default=str(REPO / "benchmarks" / "last-run.json"),
+        help="also write the raw results here, for --from-json ('' = none; default benchmarks/last-run.json)",
+    )
     parser.add_argument("--from-json", help="re-render the report from a --json file instead of running")
     parser.add_argument("--kubelet", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
