@@ -169,8 +169,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run_kubelet(kubeconfig: str, threads: int) -> None:
-    """Complete every Job pod (all namespaces) once the Secrets it mounts exist; until SIGTERM."""
+    """Complete every Job pod (all namespaces) once the Secrets it mounts exist; until SIGTERM.
+
+    Unlike :class:`taskfsm.testing.kubelet.SimulatedKubelet` (one namespace, pod outcomes from
+    annotations, one thread), pods succeed at once and status writes run on a thread pool; the
+    status itself is the simulated kubelet's.
+    """
     from taskfsm.kube.client import from_kubeconfig
+    from taskfsm.testing.kubelet import secret_volumes, terminated_status
 
     rest = Rest(from_kubeconfig(kubeconfig))
     lock = threading.Lock()
@@ -182,18 +188,8 @@ def run_kubelet(kubeconfig: str, threads: int) -> None:
 
     def complete(pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        terminated = {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}
-        status = {
-            "phase": "Succeeded",
-            "startTime": now,
-            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
-            "containerStatuses": [
-                {"name": ct["name"], "image": ct.get("image") or "x", "imageID": "", "ready": False,
-                 "restartCount": 0, "started": False, "state": {"terminated": terminated}}
-                for ct in pod["spec"]["containers"]
-            ],
-        }
+        # No Running step here, so the start time is set with the outcome.
+        status = {**terminated_status(pod, 0), "startTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
         for attempt in range(20):
             try:
                 rest.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
@@ -204,12 +200,7 @@ def run_kubelet(kubeconfig: str, threads: int) -> None:
                 time.sleep(0.2 * (attempt + 1))
 
     def wanted(pod: dict[str, Any]) -> list[tuple[str, str]]:
-        ns = pod["metadata"]["namespace"]
-        return [
-            (ns, v["secret"]["secretName"])
-            for v in pod["spec"].get("volumes") or []
-            if (v.get("secret") or {}).get("secretName") and not v["secret"].get("optional")
-        ]
+        return [(pod["metadata"]["namespace"], name) for name in secret_volumes(pod)]
 
     def on_pod(kind: str, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -744,19 +735,13 @@ def render(
             per_k = (cached - base_rss) / n * 1000 if cached is not None and base_rss is not None else None
             add(f"| {n:,} | {w} | {fmt(a['tput_job'], 1)} | {fmt(a['job_p50'])} | {fmt(a['done_p50'])} | {fmt(a['reconciles'], 1)} | {fmt(a['cpu_ms'], 1)} | {fmt(a['writes'])} | {fmt(a['reads'])} | {fmt(a['rss_end'], 1)} | {fmt(per_k, 1)} |")
         add("")
-    verdicts = _verdicts(agg, memory)
-    if verdicts:
-        add("## Against the goals of issue 8")
-        add("")
-        for line in verdicts:
-            add(f"- {line}")
-        add("")
-    if notes:
-        add("## Notes")
-        add("")
-        for note in notes:
-            add(f"- {note}")
-        add("")
+    for title, items in (("Against the goals of issue 8", _verdicts(agg, memory)), ("Notes", notes or [])):
+        if items:
+            add(f"## {title}")
+            add("")
+            for item in items:
+                add(f"- {item}")
+            add("")
     add("## Configuration")
     add("")
     add("```")

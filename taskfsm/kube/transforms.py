@@ -45,7 +45,7 @@ def share(value: Any) -> Any:
 def default_transform(obj: dict[str, Any]) -> dict[str, Any]:
     """Every cached kind: without managedFields and last-applied-configuration, strings shared."""
     meta = obj.get("metadata")
-    if isinstance(meta, dict) and ("managedFields" in meta or LAST_APPLIED in (meta.get("annotations") or {})):
+    if isinstance(meta, dict):  # shallow copies: the original is not ours to change
         meta = {k: v for k, v in meta.items() if k != "managedFields"}
         annotations = meta.get("annotations")
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:

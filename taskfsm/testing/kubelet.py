@@ -147,7 +147,7 @@ class SimulatedKubelet:
     def _try_start(self, pod: dict[str, Any], outcome: PodOutcome) -> None:
         """Start the pod once every Secret it mounts exists, as a kubelet does (F9b)."""
         name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
-        missing = [secret for secret in _secret_volumes(pod) if not self._secret_exists(namespace, secret)]
+        missing = [secret for secret in secret_volumes(pod) if not self._secret_exists(namespace, secret)]
         if missing:
             self.waiting_for_secrets[name] = missing
             self._schedule(0.5, lambda: self._try_start(pod, outcome))
@@ -217,28 +217,30 @@ class SimulatedKubelet:
         )
 
     def _set_terminated(self, pod: dict[str, Any], exit_code: int) -> None:
-        now = _now()
-        terminated = {
-            "exitCode": exit_code,
-            "reason": "Completed" if exit_code == 0 else "Error",
-            "startedAt": now,
-            "finishedAt": now,
-        }
-        self._patch_status(
-            pod,
-            {
-                "phase": "Succeeded" if exit_code == 0 else "Failed",
-                "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
-                "containerStatuses": [
-                    _container_status(c, {"terminated": terminated}, ready=False)
-                    for c in pod["spec"]["containers"]
-                ],
-            },
-        )
+        self._patch_status(pod, terminated_status(pod, exit_code))
         self.handled += 1
 
 
-def _secret_volumes(pod: dict[str, Any]) -> list[str]:
+def terminated_status(pod: dict[str, Any], exit_code: int) -> dict[str, Any]:
+    """The pod ``status`` of a kubelet whose containers all exited with ``exit_code`` just now."""
+    now = _now()
+    terminated = {
+        "exitCode": exit_code,
+        "reason": "Completed" if exit_code == 0 else "Error",
+        "startedAt": now,
+        "finishedAt": now,
+    }
+    return {
+        "phase": "Succeeded" if exit_code == 0 else "Failed",
+        "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
+        "containerStatuses": [
+            _container_status(c, {"terminated": terminated}, ready=False) for c in pod["spec"]["containers"]
+        ],
+    }
+
+
+def secret_volumes(pod: dict[str, Any]) -> list[str]:
+    """Names of the Secrets the pod must have before it can start (non-optional volumes)."""
     return [
         v["secret"]["secretName"]
         for v in pod["spec"].get("volumes") or []
