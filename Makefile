@@ -11,13 +11,19 @@ setup: ## install the pinned Python env, graphviz and build the control plane (i
 demo: setup ## run the controller on an embedded local control plane with sample Tasks
 	$(PY) -m taskfsm demo
 
-test: setup ## run the whole test suite (unit tests and tests against the real control plane)
+test: setup lint ## run the whole test suite: lint, types, import contracts, unit tests, tests against the real control plane
 	$(PY) -m pytest
+
+lint: ## ruff (lint + format check), mypy --strict, import contracts
+	$(PY) -m ruff check taskfsm machines tests benchmarks
+	$(PY) -m ruff format --check taskfsm machines tests benchmarks
+	$(PY) -m mypy
+	.venv/bin/lint-imports
 
 test-fast: ## run only the tests that need no control plane
 	$(PY) -m pytest -m "not integration"
 
-bench: setup ## benchmark taskfsm run on a local control plane (≤ 25 min); writes docs/benchmarks.md
+bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min); writes docs/benchmarks.md
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
 
-.PHONY: help setup demo test test-fast bench
+.PHONY: help setup demo test lint test-fast bench

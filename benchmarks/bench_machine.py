@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import statemachine  # noqa: E402
+import statemachine
 
-from machines.driver import build_machine, run_pass  # noqa: E402
-from machines.guards import ObservationGuards  # noqa: E402
-from machines.model import EFFECT_NAMES  # noqa: E402
-from machines.observation import JobState, TaskObservation  # noqa: E402
+from machines.task.driver import build_machine, run_pass
+from machines.task.guards import ObservationGuards
+from machines.task.model import EFFECT_NAMES
+from machines.task.observation import JobState, TaskObservation
 
 
 class NoOpModel(ObservationGuards):
@@ -39,16 +39,25 @@ for _name in EFFECT_NAMES:
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 SETTLED = {
-    "has_finalizer": True, "owned_by_workflow": True, "mpe_selected": True,
-    "function_selected": True, "mpe_ready": True,
+    "has_finalizer": True,
+    "owned_by_workflow": True,
+    "mpe_selected": True,
+    "function_selected": True,
+    "mpe_ready": True,
 }
 RUNNING = TaskObservation(
-    phase="Running", job=JobState.ACTIVE, job_uid="u1", job_ref_uid="u1", job_protected=True,
+    phase="Running",
+    job=JobState.ACTIVE,
+    job_uid="u1",
+    job_ref_uid="u1",
+    job_protected=True,
     **SETTLED,
 )
 
-BUILDS = [(phase or '"" (New)', TaskObservation(phase=phase)) for phase in
-          ("", "Initializing", "JobPending", "Running", "Succeeded", "Failed")]
+BUILDS = [
+    (phase or '"" (New)', TaskObservation(phase=phase))
+    for phase in ("", "Initializing", "JobPending", "Running", "Succeeded", "Failed")
+]
 
 PASSES = [
     ("new Task: finalizer, ownership, New → Initializing", TaskObservation()),
@@ -84,8 +93,10 @@ def main() -> None:
     args = parser.parse_args()
     model = NoOpModel()
 
-    print(f"python-statemachine {statemachine.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()}; {args.repeat} calls per row\n")
+    print(
+        f"python-statemachine {statemachine.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()}; {args.repeat} calls per row\n"
+    )
     print("| Operation | Case | median µs | p90 µs |")
     print("| --- | --- | ---: | ---: |")
     for label, observation in BUILDS:

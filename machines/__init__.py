@@ -1,21 +1,18 @@
 """The Task and Workflow lifecycles as declarative statecharts, with their pure runtime contracts.
 
-Nothing in this package imports Kubernetes or does I/O. In data-flow order:
+Nothing in this package imports Kubernetes, `taskfsm` or does I/O (an import contract checks it).
 
-- `observation`: `TaskObservation`, what one reconcile pass read of the cluster.
-- `job_status`: a Job's conditions, read by type, as a `JobState` (Kubernetes ≥ 1.31, F8).
-- `task`: `TaskLifecycle`, the statechart (states, events, named guards and actions), the
-  phase ↔ state mapping and `events_for`, the events a pass sends.
-- `model`: `TaskLifecycleModel`, the protocol of guards and effects the reconciler provides;
-  `guards.ObservationGuards` implements the guards once.
-- `driver`: `run_pass(observation, model, now=...) -> PassOutcome`, called once per pass.
-- `conditions`: `status.conditions` from the pass's end state (§3.3, §1.10).
-- `catalog`, `diagram`, `render`: the chart as data, drawn (`python -m machines.render`).
-
-The Workflow lifecycle mirrors this layout in the `workflow*` modules (`workflow`,
-`workflow_observation`, `workflow_guards`, `workflow_model`, `workflow_driver`,
-`workflow_conditions`, `workflow_render`).
-
-`docs/lifecycle.md` and `docs/workflow-lifecycle.md` explain the contracts and carry the
-generated transition tables.
+- `engine`: the pass engine both charts run on: one reused machine per thread, set to the
+  persisted phase, fed an observation, returning a `PassOutcome`.
+- `catalog`: a chart as plain data (states, transitions), for the diagrams and the tests.
+- `conditions`: the `Condition` type and the mark rule shared by both charts.
+- `task/`: the Task lifecycle, in data-flow order: `observation` (what a pass read of the
+  cluster), `job_status` (a Job's conditions read by type), `chart` (the statechart, its phase
+  map and `events_for`), `model` (the protocol of guards and effects the runtime provides),
+  `guards` (the guards, once, over the observation), `conditions` (`status.conditions` from
+  where a pass ended), `driver` (the Task verdicts and `run_pass`).
+- `workflow/`: the Workflow lifecycle, the same modules.
+- `diagrams/`: `charts` (the two charts described for the renderers), `graph` (Mermaid, DOT
+  and Markdown tables), `render` (`python -m machines.diagrams.render` writes `diagrams/` and the
+  generated blocks of `docs/lifecycle.md` and `docs/workflow-lifecycle.md`).
 """

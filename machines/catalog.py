@@ -1,10 +1,10 @@
 """A plain-data catalogue of a lifecycle statechart, read from its class.
 
-Where this sits in the flow: the diagrams and `docs/lifecycle.md` (`machines.render`), the
-driver's record of which transitions a pass took (`machines.driver`) and the scenario tests'
+Where this sits in the flow: the diagrams and `docs/lifecycle.md` (`machines.diagrams.render`), the
+driver's record of which transitions a pass took (`machines.task.driver`) and the scenario tests'
 transition coverage all need the chart as data. This module reads it once from the chart
-class (`machines.task.TaskLifecycle` unless told otherwise, e.g.
-`machines.workflow.WorkflowLifecycle`), through the library's public state and transition
+class (`machines.task.chart.TaskLifecycle` unless told otherwise, e.g.
+`machines.workflow.chart.WorkflowLifecycle`), through the library's public state and transition
 objects, so no copy of a chart exists anywhere else.
 
 Every function takes the chart class as `machine`. A state's `status.phase` comes from the
@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from statemachine import StateChart
+from statemachine.callbacks import CallbackSpec
 from statemachine.transition import Transition
 
-from machines.task import STATE_PHASES, TaskLifecycle
-
 ERROR_EVENT = "error.execution"
+
+ChartClass: TypeAlias = type[StateChart[Any]]
+"""A statechart class, whatever its model: the catalogue reads only its states and
+transitions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,7 @@ class TransitionInfo:
         return " ".join(parts)
 
 
-def _names(specs: Any) -> tuple[str, ...]:
+def _names(specs: Iterable[CallbackSpec]) -> tuple[str, ...]:
     return tuple(spec.attr_name for spec in specs if not spec.is_convention)
 
 
@@ -95,15 +98,25 @@ def _key(source: str, event: str, guards: tuple[str, ...], target: str | None) -
     return f"{source} --{event or '(eventless)'}{guard_text}--> {target or '(stays)'}"
 
 
-def _state_phases(machine: type[StateChart]) -> Mapping[str, str]:
+def _chart(machine: ChartClass | None) -> ChartClass:
+    """`machine`, or the Task chart when None (imported late: the chart's own modules use
+    this catalogue)."""
+    if machine is not None:
+        return machine
+    from machines.task.chart import TaskLifecycle
+
+    return TaskLifecycle
+
+
+def _state_phases(machine: ChartClass) -> Mapping[str, str]:
     """The `STATE_PHASES` of the module defining `machine` (empty when it has none)."""
-    if machine is TaskLifecycle:
-        return STATE_PHASES
-    return getattr(sys.modules[machine.__module__], "STATE_PHASES", {})
+    phases: Mapping[str, str] = getattr(sys.modules[machine.__module__], "STATE_PHASES", {})
+    return phases
 
 
-def transition_key(transition: Transition, machine: type[StateChart] = TaskLifecycle) -> str:
+def transition_key(transition: Transition, machine: ChartClass | None = None) -> str:
     """Return the stable key of a transition of `machine` (what coverage counts)."""
+    machine = _chart(machine)
     known = _keys_by_identity(machine).get(id(transition))
     if known is not None:
         return known
@@ -112,8 +125,9 @@ def transition_key(transition: Transition, machine: type[StateChart] = TaskLifec
 
 
 @functools.cache
-def states(machine: type[StateChart] = TaskLifecycle) -> tuple[StateInfo, ...]:
+def states(machine: ChartClass | None = None) -> tuple[StateInfo, ...]:
     """Every state in document order (parents before children)."""
+    machine = _chart(machine)
     phases = _state_phases(machine)
     return tuple(
         StateInfo(
@@ -129,20 +143,16 @@ def states(machine: type[StateChart] = TaskLifecycle) -> tuple[StateInfo, ...]:
     )
 
 
-def _chart_transitions(machine: type[StateChart]) -> list[Transition]:
+def _chart_transitions(machine: ChartClass) -> list[Transition]:
     # A compound state's default entry is an `initial` transition too; it is structure
     # (drawn as the start marker), never taken by a pass, so it is not catalogued.
-    return [
-        t
-        for state in machine.states_map.values()
-        for t in state.transitions
-        if not t.initial
-    ]
+    return [t for state in machine.states_map.values() for t in state.transitions if not t.initial]
 
 
 @functools.cache
-def transitions(machine: type[StateChart] = TaskLifecycle) -> tuple[TransitionInfo, ...]:
+def transitions(machine: ChartClass | None = None) -> tuple[TransitionInfo, ...]:
     """Every transition, grouped by source state in document order, in priority order."""
+    machine = _chart(machine)
     out = []
     seen: dict[tuple[str, str], int] = {}
     for t in _chart_transitions(machine):
@@ -166,25 +176,28 @@ def transitions(machine: type[StateChart] = TaskLifecycle) -> tuple[TransitionIn
 
 
 @functools.cache
-def _keys_by_identity(machine: type[StateChart]) -> dict[int, str]:
+def _keys_by_identity(machine: ChartClass) -> dict[int, str]:
     return {
         id(t): info.key
         for t, info in zip(_chart_transitions(machine), transitions(machine), strict=True)
     }
 
 
-def events(machine: type[StateChart] = TaskLifecycle) -> tuple[str, ...]:
+def events(machine: ChartClass | None = None) -> tuple[str, ...]:
     """Every event the chart reacts to, in first-use order (`""` excluded)."""
+    machine = _chart(machine)
     return tuple(dict.fromkeys(t.event for t in transitions(machine) if t.event))
 
 
-def guard_names(machine: type[StateChart] = TaskLifecycle) -> frozenset[str]:
+def guard_names(machine: ChartClass | None = None) -> frozenset[str]:
     """Every guard name the chart uses (without `not`)."""
+    machine = _chart(machine)
     return frozenset(g.removeprefix("not ") for t in transitions(machine) for g in t.guards)
 
 
-def action_names(machine: type[StateChart] = TaskLifecycle) -> frozenset[str]:
+def action_names(machine: ChartClass | None = None) -> frozenset[str]:
     """Every action name the chart uses: transition effects and verdicts, state entries."""
+    machine = _chart(machine)
     names = {a for t in transitions(machine) for a in t.effects + t.verdicts}
     names.update(a for s in states(machine) for a in s.entry)
     return frozenset(names)

@@ -1,39 +1,23 @@
-"""Task status conditions, computed from where a reconcile pass ended.
+"""Status conditions: the `Condition` type and the mark rule both lifecycles use.
 
-Where this sits in the flow: after `machines.driver.run_pass` has driven the lifecycle to its
-final state for the pass, `compute_conditions` turns that phase, the pass's error and (when the
-pass entered a terminal phase) the outcome's reason into the `status.conditions` list the
-reconciler patches. It is one pure function: same inputs, same list; `now` is injected.
+Each chart computes its own list from where a pass ended (`machines.task.conditions`,
+`machines.workflow.conditions`); both build it with `mark_condition`, which stamps a new
+`lastTransitionTime` only on a real change.
 
-Spec: task-controller.md §3.3 (condition table) and §1.10 (the mark-condition rule).
+Spec: docs/behaviour.md §1.10 (the mark rule).
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
-
-INITIALIZED: Final = "Initialized"
-READY: Final = "Ready"
-COMPLETE: Final = "Complete"
-FAILED: Final = "Failed"
 
 TRUE: Final = "True"
 FALSE: Final = "False"
 
 _RFC3339: Final = "%Y-%m-%dT%H:%M:%SZ"
-
-
-class TerminalReason(enum.Enum):
-    """Why a pass moved the Task into Succeeded or Failed; written as the condition's reason."""
-
-    JOB_SUCCEEDED = "JobSucceeded"
-    JOB_FAILED = "JobFailed"
-    WORKFLOW_TERMINATED = "WorkflowTerminated"
-    JOB_LOST = "JobLost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,50 +100,3 @@ def mark_condition(
         return tuple(out)
     out.append(Condition(type_, status, now, reason or "", message or ""))
     return tuple(out)
-
-
-def compute_conditions(
-    phase: str,
-    *,
-    failed_pass: bool,
-    existing: Iterable[Condition],
-    now: datetime,
-    reason: TerminalReason | None = None,
-    message: str = "",
-) -> tuple[Condition, ...]:
-    """Return the `status.conditions` to persist after a pass (§3.3 table).
-
-    Args:
-        phase: the phase the pass ends in (the persisted one when the pass did not move it).
-        failed_pass: whether the pass ends with an error (`status.message` set).
-        existing: the conditions as persisted; types this phase does not mention are kept,
-            also when the phase moved backwards (a Running → JobPending Task keeps `Ready`).
-        now: the stamp for changed conditions.
-        reason: set only by the pass that entered Succeeded/Failed; becomes the reason of
-            `Complete`/`Failed`, with `message`.
-
-    Returns:
-        The new list; `()` for an empty or unknown phase (the field disappears).
-    """
-    current = tuple(existing)
-
-    def mark(conds: tuple[Condition, ...], type_: str, true: bool, **text: Any) -> tuple:
-        return mark_condition(conds, type_, TRUE if true else FALSE, now=now, **text)
-
-    terminal_text: dict[str, Any] = {}
-    if reason is not None:
-        terminal_text = {"reason": reason.value, "message": message}
-
-    if phase == "Initializing":
-        return mark(current, INITIALIZED, False)
-    if phase == "JobPending":
-        return mark(current, INITIALIZED, not failed_pass)
-    if phase == "Running":
-        return mark(mark(current, INITIALIZED, True), READY, not failed_pass)
-    if phase == "Succeeded":
-        conds = mark(mark(current, INITIALIZED, True), READY, False)
-        return mark(conds, COMPLETE, True, **terminal_text)
-    if phase == "Failed":
-        conds = mark(mark(current, INITIALIZED, True), READY, False)
-        return mark(conds, FAILED, True, **terminal_text)
-    return ()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what taskfsm's tests, benchmarks and demo need, from the project's own pinned files:
-# uv (from PyPI), the locked Python environment (.venv from uv.lock), graphviz (Debian), and the
-# control-plane binaries (tools/controlplane/build.sh, cached outside the repository).
+# uv (from PyPI), the locked Python environment (.venv from uv.lock), graphviz and mmdebstrap
+# (Debian), helm (tools/helm/build.sh), the image's root filesystem (tests/support/image.py), and the
+# control-plane binaries and promtool (tools/controlplane/build.sh, tools/promtool/build.sh, cached
+# outside the repository).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,14 +20,22 @@ else
   fi
   UV=(python3 -m uv)
 fi
-if ! command -v dot >/dev/null 2>&1; then
-  echo "setup: installing graphviz (Debian package)" >&2
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
-  fi
+# Debian packages: graphviz (`dot`, the diagrams) and mmdebstrap (the image test's root filesystem).
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]} (Debian packages)" >&2
+  as_root=()
+  [ "$(id -u)" = 0 ] || as_root=(sudo)
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 "${UV[@]}" sync --frozen --quiet
 bins=$(tools/controlplane/build.sh)
-echo "setup: control-plane binaries in $bins" >&2
+echo "setup: control-plane binaries and kubectl in $bins" >&2
+echo "setup: helm $(tools/helm/build.sh)" >&2
+# The image's root filesystem for tests/e2e/test_image.py (Debian packages + the Dockerfile's steps;
+# cached in /var/cache/taskfsm-image, rebuilt only where its inputs changed).
+echo "setup: image root filesystem $(.venv/bin/python -m tests.support.image)" >&2
+echo "setup: promtool $(tools/promtool/build.sh)" >&2

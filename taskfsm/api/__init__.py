@@ -1,11 +1,12 @@
 """The ``engine.nagare.media/v1alpha1`` API in Python: models of all kinds the Task controller uses.
 
-One module per concept (task-controller.md §1): ``meta`` (references, conditions), ``task``,
+One module per concept (docs/behaviour.md §1): ``meta`` (references, conditions), ``task``,
 ``workflow``, ``function``, ``tasktemplate``, ``mpe``, ``medialocation``, ``media``,
 ``helperdata`` (the ``data.json`` payload), ``config`` (the process configuration); ``base``,
 ``resource``, ``objectmeta`` and ``scalars`` hold what they share, ``errors`` the plain-words
 validation messages, ``kinds`` the registry. The CRDs are generated from these models by
-``taskfsm.crdgen``. Nothing here imports ``kubernetes``: models are plain JSON in, plain JSON out.
+``taskfsm.api.crdgen``. Nothing here imports ``kubernetes``: models are plain JSON in, plain JSON
+out.
 
 Typical use::
 
@@ -16,6 +17,7 @@ Typical use::
 
 from taskfsm.api.base import InlineUnion, K8sModel
 from taskfsm.api.config import NatsConfiguration, WorkflowManagerConfiguration
+from taskfsm.api.constants import TaskPhase, WorkflowPhase
 from taskfsm.api.errors import InvalidObjectError, describe_validation_error
 from taskfsm.api.function import ClusterFunction, Function, FunctionSpec
 from taskfsm.api.helperdata import (
@@ -73,7 +75,6 @@ from taskfsm.api.scalars import (
 from taskfsm.api.task import JobFailureAction, JobFailurePolicy, Task, TaskSpec, TaskStatus
 from taskfsm.api.tasktemplate import ClusterTaskTemplate, TaskTemplate, TaskTemplateSpec
 from taskfsm.api.workflow import NamedMediaLocationReference, Workflow, WorkflowSpec, WorkflowStatus
-from taskfsm.constants import TaskPhase, WorkflowPhase
 
 __all__ = [
     "MODEL_BY_KIND",

@@ -10,7 +10,7 @@ All models in ``taskfsm.api`` derive from ``K8sModel``, which fixes four rules o
   built from a parsed object never drops someone else's data.
 * **Absent means absent.** ``None`` is written as a missing member, never as ``null`` (Go's
   ``omitempty``; for the API server a ``null`` in a merge patch would delete). Models that must
-  write ``null`` (the helper payload, task-controller.md §1.11) say so themselves.
+  write ``null`` (the helper payload, docs/behaviour.md §1.11) say so themselves.
 * **Assignments are validated**, so ``task.status.phase = "Running"`` stores ``TaskPhase.RUNNING``
   and a typo fails at once.
 
@@ -64,19 +64,40 @@ class K8sModel(BaseModel):
         return self.model_dump_json()
 
 
+def union_rule(members: list[str], *, at_most_one: bool) -> dict[str, str]:
+    """The CEL rule (``x-kubernetes-validations`` entry) of an inline union of ``members``.
+
+    Its message is the one the models raise, without the ``(got ...)`` part: ``exactly one of
+    local, remote must be set`` (``at_most_one``) or ``at least one of basic, streamingKey must be
+    set``. A union of one member is ``has(self.<member>)`` with the "exactly one" message.
+    """
+    present = [f"has(self.{member})" for member in members]
+    if len(present) == 1:
+        rule = present[0]
+    elif at_most_one:
+        rule = f"[{', '.join(present)}].exists_one(member, member)"
+    else:
+        rule = " || ".join(present)
+    wanted = "exactly one" if at_most_one else "at least one"
+    return {"rule": rule, "message": f"{wanted} of {', '.join(members)} must be set"}
+
+
 def _inline_union_schema(schema: dict[str, Any], cls: type[InlineUnion]) -> None:
-    schema["minProperties"] = 1
-    if cls.AT_MOST_ONE:
-        schema["maxProperties"] = 1
+    members = list(schema.get("properties", {}))
+    if set(members) <= set(schema.get("required", ())):
+        return  # every member is required: the schema's `required` already says it all
+    rules = schema.setdefault("x-kubernetes-validations", [])
+    rules.append(union_rule(members, at_most_one=cls.AT_MOST_ONE))
 
 
 class InlineUnion(K8sModel):
     """A Kubernetes inline union: every declared field is a member; exactly one must be set.
 
     Used for MediaProcessingEntity and MediaLocation specs and their ``auth`` objects. The CRD
-    schema carries ``minProperties: 1`` and ``maxProperties: 1``; a subclass with ``AT_MOST_ONE =
-    False`` allows several members (at least one). Parsing raises a ``ValueError`` naming the
-    members, e.g. ``exactly one of local, remote must be set (got local, remote)``.
+    schema carries the CEL rule of :func:`union_rule`, so the API server refuses such an object
+    with the models' message; a subclass with ``AT_MOST_ONE = False`` allows several members (at
+    least one). Parsing raises a ``ValueError`` naming the members, e.g. ``exactly one of local,
+    remote must be set (got local, remote)``.
     """
 
     AT_MOST_ONE: ClassVar[bool] = True

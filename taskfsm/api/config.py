@@ -1,9 +1,9 @@
-"""WorkflowManagerConfiguration: the process configuration file (task-controller.md §1.12).
+"""WorkflowManagerConfiguration: the process configuration file (docs/behaviour.md §1.12).
 
 The workflow-manager process of nagare reads a YAML file of kind ``WorkflowManagerConfiguration``
 (``--config``). taskfsm accepts the same file unchanged: the controller-runtime manager options
 it inlines, the two waiting durations, and ``nats`` (``url`` plus optional ``username`` and
-``password``, decisions.md scope 2), which is copied into every helper payload (§1.11). Unknown
+``password``, docs/behaviour.md §1.12), which is copied into every helper payload (§1.11). Unknown
 members are kept, so a newer nagare configuration still loads.
 
 ``WorkflowManagerConfiguration.load(path)`` reads a file; ``from_dict`` parses a mapping. Both
@@ -22,9 +22,9 @@ from pydantic import Field, ValidationError
 
 from taskfsm.api import duration
 from taskfsm.api.base import K8sModel
+from taskfsm.api.constants import API_VERSION, KIND_WORKFLOW_MANAGER_CONFIGURATION
 from taskfsm.api.errors import InvalidObjectError, describe_validation_error
 from taskfsm.api.scalars import GoDuration, Int32, OpaqueObject
-from taskfsm.constants import API_VERSION, KIND_WORKFLOW_MANAGER_CONFIGURATION
 
 
 class NatsConfiguration(K8sModel):

@@ -1,7 +1,7 @@
 """Go ``time.Duration`` strings: parse them and write them the way Go does.
 
 nagare's API carries durations as Go duration strings (media ``duration``, RIST ``bufferSize``,
-the process configuration's waiting periods; task-controller.md §1.8, §1.9, §1.12). Go decodes them
+the process configuration's waiting periods; docs/behaviour.md §1.8, §1.9, §1.12). Go decodes them
 into nanoseconds and re-encodes them canonically, so ``3m`` comes back as ``3m0s`` in the helper
 payload (§1.11). This module implements both directions over integer nanoseconds:
 

@@ -4,7 +4,7 @@ Pydantic's ``ValidationError`` is precise but written for Python programmers (``
 "Input should be ..."). Whatever the controller cannot parse ends up in a Task's
 ``status.message`` or a log line, so it is rephrased here as ``<field path>: <problem>`` using the
 JSON names users write in their YAML. Input values are quoted only for pattern, enum and literal
-mismatches (never for anything that may hold Secret data; decisions.md D15).
+mismatches (never for anything that may hold Secret data; docs/behaviour.md D15).
 """
 
 from __future__ import annotations

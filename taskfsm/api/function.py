@@ -1,8 +1,8 @@
-"""Function and ClusterFunction: the Job template a Task runs (task-controller.md §1.5).
+"""Function and ClusterFunction: the Job template a Task runs (docs/behaviour.md §1.5).
 
 A Function is a versioned batch/v1 JobTemplateSpec plus default configuration. The Task
 controller merges the Function's ``template`` with TaskTemplate and Task ``templatePatches``
-(decisions.md D4) and the ``defaultConfig`` under the other ``config`` maps (D2).
+(docs/behaviour.md D4) and the ``defaultConfig`` under the other ``config`` maps (D2).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import ClassVar, Final, Literal
 from pydantic import Field
 
 from taskfsm.api.base import K8sModel
-from taskfsm.api.resource import ApiObject
-from taskfsm.api.scalars import JobTemplateSpec, StringMap
-from taskfsm.constants import (
+from taskfsm.api.constants import (
     KIND_CLUSTER_FUNCTION,
     KIND_FUNCTION,
     PLURAL_CLUSTER_FUNCTIONS,
     PLURAL_FUNCTIONS,
 )
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import JobTemplateSpec, StringMap
 
 _NUMBER = r"(0|[1-9][0-9]*)"
 _PRERELEASE_PART = r"(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"

@@ -1,4 +1,4 @@
-"""The helper payload: ``data.json`` in each Task's Secret (task-controller.md §1.11).
+"""The helper payload: ``data.json`` in each Task's Secret (docs/behaviour.md §1.11).
 
 Functions' workflow-manager-helper reads this file, so its shape is a wire format shared with
 existing helper images. ``WorkflowManagerHelperData.build(...)`` assembles it from the Workflow,
@@ -76,7 +76,7 @@ class HelperTask(K8sModel):
     outputs: list[Media] | None = None
     """The Task's ``spec.outputs``; written as ``null`` when unset."""
     config: StringMap | None = None
-    """The merged configuration (Function < TaskTemplate < Task, decisions.md D2)."""
+    """The merged configuration (Function < TaskTemplate < Task, docs/behaviour.md D2)."""
 
     _empty_is_absent = field_validator("human_readable", "config")(_none_if_empty)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from taskfsm.api.constants import API_VERSION
 from taskfsm.api.errors import InvalidObjectError
 from taskfsm.api.function import ClusterFunction, Function
 from taskfsm.api.medialocation import ClusterMediaLocation, MediaLocation
@@ -17,7 +18,6 @@ from taskfsm.api.resource import ApiObject
 from taskfsm.api.task import Task
 from taskfsm.api.tasktemplate import ClusterTaskTemplate, TaskTemplate
 from taskfsm.api.workflow import Workflow
-from taskfsm.constants import API_VERSION
 
 RESOURCE_MODELS: Final[tuple[type[ApiObject], ...]] = (
     Task,
@@ -45,9 +45,10 @@ def parse_object(body: Mapping[str, Any]) -> ApiObject:
     kind is not one of ``RESOURCE_MODELS``, or a field is invalid.
     """
     api_version, kind = body.get("apiVersion"), body.get("kind")
-    if api_version != API_VERSION or kind not in MODEL_BY_KIND:
+    model = MODEL_BY_KIND.get(kind) if isinstance(kind, str) else None
+    if api_version != API_VERSION or model is None:
         raise InvalidObjectError(
             f"object of apiVersion {api_version!r}, kind {kind!r}",
             f"not a kind of {API_VERSION} (known: {', '.join(MODEL_BY_KIND)})",
         )
-    return MODEL_BY_KIND[kind].from_dict(body)
+    return model.from_dict(body)

@@ -1,4 +1,4 @@
-"""Media: the ``inputs`` and ``outputs`` of Tasks and Workflows (task-controller.md §1.9).
+"""Media: the ``inputs`` and ``outputs`` of Tasks and Workflows (docs/behaviour.md §1.9).
 
 The Task controller never interprets media; it copies a Task's lists verbatim into the helper
 payload (§1.11). The models therefore type what the spec names and keep everything else: unknown

@@ -1,40 +1,70 @@
-"""MediaLocation and ClusterMediaLocation: where media is read and written (§1.8).
+"""MediaLocation and ClusterMediaLocation: where media is read and written.
 
 A location's spec is exactly one backend -- ``http``, ``s3``, ``opencast``, ``rtmp``, ``rtsp`` or
 ``rist`` -- each with its own credentials, given as ``secretRef``\\ s (ConfigMapOrSecretReference).
 The Task controller copies the spec of every location a Workflow lists into the helper payload,
-with each ``secretRef`` replaced by the Secret's data (``resolve_secret_refs``; §1.11, D15).
+with each ``secretRef`` replaced by the Secret's data (``resolve_secret_refs``; docs/behaviour.md
+§1.8, §1.11, D15).
 
-Documented Secret keys: basic/digest ``username``, ``password``; token ``token``; AWS
-``accessKeyID``, ``secretAccessKey``; RTMP ``streamingKey``; RIST encryption ``secret``.
+The Secret keys each auth method uses are :data:`CREDENTIAL_KEYS` (by ``secretRef`` path); only
+those are copied (docs/api.md "Credentials in the helper data", docs/behaviour.md D15).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
+from pydantic.config import JsonDict
 
 from taskfsm.api import duration
 from taskfsm.api.base import InlineUnion, K8sModel
-from taskfsm.api.meta import ConfigMapOrSecretReference
-from taskfsm.api.resource import ApiObject
-from taskfsm.api.scalars import GoDuration
-from taskfsm.constants import (
+from taskfsm.api.constants import (
     KIND_CLUSTER_MEDIA_LOCATION,
     KIND_MEDIA_LOCATION,
     PLURAL_CLUSTER_MEDIA_LOCATIONS,
     PLURAL_MEDIA_LOCATIONS,
 )
+from taskfsm.api.meta import ConfigMapOrSecretReference
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import GoDuration
 
 HTTP_URL_PATTERN = r"^(http|https)://.*$"
 RTMP_URL_PATTERN = r"^(rtmp|rtmpe|rtmps|rtmpt|rtmpte|rtmpts)://.*$"
 RTSP_URL_PATTERN = r"^(rtsp|rtsps|rtspu)://.*$"
 RIST_URL_PATTERN = r"^rist://.*$"
 RIST_MAX_BUFFER_SIZE = "30s"
-_LIST_MAP_BY_NAME = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+_LIST_MAP_BY_NAME: JsonDict = {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["name"],
+}
+
+_USER_PASSWORD = ("username", "password")
+CREDENTIAL_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "http.auth.basic.secretRef": _USER_PASSWORD,
+        "http.auth.digest.secretRef": _USER_PASSWORD,
+        "http.auth.token.secretRef": ("token",),
+        "s3.auth.aws.secretRef": ("accessKeyID", "secretAccessKey"),
+        "opencast.auth.basic.secretRef": _USER_PASSWORD,
+        "rtmp.auth.basic.secretRef": _USER_PASSWORD,
+        "rtmp.auth.streamingKey.secretRef": ("streamingKey",),
+        "rtsp.auth.basic.secretRef": _USER_PASSWORD,
+        "rist.encryption.secretRef": ("secret",),
+    }
+)
+"""The Secret keys a Job reads for the ``secretRef`` at each path of a MediaLocation spec (the
+paths :meth:`MediaLocationSpec.secret_refs` yields). Only these keys reach the helper data; every
+``secretRef`` path of the spec has an entry (a unit test checks it)."""
+
+
+def credential_keys(path: str) -> tuple[str, ...]:
+    """The Secret keys the auth method at ``path`` uses, e.g. ``("token",)`` for
+    ``http.auth.token.secretRef``. Raises ``KeyError`` for a path with no auth method."""
+    return CREDENTIAL_KEYS[path]
 
 
 class SecretAuth(K8sModel):
@@ -246,7 +276,7 @@ class RISTEncryption(K8sModel):
     """The Secret holding the key."""
 
 
-_BUFFER_SIZE_RULE = {
+_BUFFER_SIZE_RULE: JsonDict = {
     "x-kubernetes-validations": [
         {
             "rule": "duration(self) >= duration('0s')"
@@ -310,8 +340,9 @@ class MediaLocationSpec(InlineUnion):
     ) -> MediaLocationSpec:
         """A copy with each ``secretRef`` replaced by ``ref.with_data(resolve(path, ref))``.
 
-        ``resolve`` fetches the Secret (and filters it to ``ref.key`` when set; D15); whatever it
-        raises propagates. The copy serialises each reference as ``{"data": {...}}`` (§1.11).
+        ``resolve`` fetches the Secret and keeps only the keys the auth method at ``path`` uses
+        (:func:`credential_keys`, narrowed to ``ref.key`` when set; D15); whatever it raises
+        propagates. The copy serialises each reference as ``{"data": {...}}`` (§1.11).
         """
         copy = self.model_copy(deep=True)
         for path, ref in list(copy.secret_refs()):

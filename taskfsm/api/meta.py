@@ -1,6 +1,6 @@
 """Shared building blocks of nagare's API: object references, conditions, human-readable names.
 
-These mirror nagare's ``pkg/apis/meta`` (task-controller.md §1.2, §1.10). The references differ in
+These mirror nagare's ``pkg/apis/meta`` (docs/behaviour.md §1.2, §1.10). The references differ in
 what they promise:
 
 * ``LocalObjectReference`` -- ``name`` plus optional ``apiVersion``/``kind``; the namespace is
@@ -25,9 +25,11 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     model_serializer,
 )
+from pydantic.config import JsonDict
 from pydantic.json_schema import SkipJsonSchema
 
 from taskfsm.api.base import K8sModel, drop_nulls
+from taskfsm.api.constants import ConditionStatus
 from taskfsm.api.scalars import (
     UID,
     APIVersion,
@@ -37,7 +39,6 @@ from taskfsm.api.scalars import (
     ObjectName,
     Time,
 )
-from taskfsm.constants import ConditionStatus
 
 
 class HumanReadableDescription(K8sModel):
@@ -84,6 +85,38 @@ class LocalObjectReference(K8sModel):
         return ObjectReference(
             api_version=self.api_version, kind=self.kind, name=self.name, namespace=namespace
         )
+
+
+def kind_rule(*kinds: str) -> JsonDict:
+    """Schema extra of a ``LocalObjectReference`` field whose ``kind``, when set, is one of
+    ``kinds``: the CEL rule refuses any other kind at admission, naming ``<field>.kind``.
+
+    A reference without ``kind`` (or with ``kind: ""``) passes: the controller defaults it (§1.2,
+    D13). Any other kind is one the controller refuses whenever it resolves the reference.
+    """
+    allowed = ", ".join(f"'{kind}'" for kind in kinds)
+    return {
+        "x-kubernetes-validations": [
+            {
+                "rule": f"!has(self.kind) || self.kind == '' || self.kind in [{allowed}]",
+                "message": f"kind must be {' or '.join(kinds)}",
+                "fieldPath": ".kind",
+            }
+        ]
+    }
+
+
+NAME_NOT_EMPTY_RULE: JsonDict = {
+    "x-kubernetes-validations": [
+        {
+            "rule": "!has(self.name) || self.name != ''",
+            "message": "name must not be empty",
+            "fieldPath": ".name",
+        }
+    ]
+}
+"""Schema extra of a ``LocalObjectReference`` field whose ``name`` must not be ``""`` (a missing
+``name`` is already refused as required)."""
 
 
 class ExactObjectReference(ObjectReference):

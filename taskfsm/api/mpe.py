@@ -1,9 +1,9 @@
-"""MediaProcessingEntity and ClusterMediaProcessingEntity: where Jobs run (task-controller.md §1.7).
+"""MediaProcessingEntity and ClusterMediaProcessingEntity: where Jobs run (docs/behaviour.md §1.7).
 
 An MPE is either ``local`` (Jobs in the management cluster) or ``remote`` (Jobs in the cluster of
 a kubeconfig kept in a Secret) -- exactly one of the two. Its status (conditions Ready/Failed) is
 written by the MediaProcessingEntity controller; the Task controller picks MPEs by reference,
-selector or the default annotation (decisions.md D1).
+selector or the default annotation (docs/behaviour.md D1).
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from taskfsm.api.base import InlineUnion, K8sModel
-from taskfsm.api.meta import Condition, ConfigMapOrSecretReference, find_condition
-from taskfsm.api.resource import ApiObject
-from taskfsm.api.scalars import NamespaceName
-from taskfsm.constants import (
+from taskfsm.api.constants import (
     ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY,
     ANNOTATION_VALUE_TRUE,
     KIND_CLUSTER_MEDIA_PROCESSING_ENTITY,
@@ -26,6 +23,9 @@ from taskfsm.constants import (
     ConditionStatus,
     MediaProcessingEntityConditionType,
 )
+from taskfsm.api.meta import Condition, ConfigMapOrSecretReference, find_condition
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import NamespaceName
 
 DEFAULT_KUBECONFIG_KEY = "kubeconfig"
 """The Secret key read when a remote MPE's ``secretRef`` names no ``key`` (§1.7)."""

@@ -1,7 +1,7 @@
 """``metadata`` of every object: the parts of Kubernetes' ObjectMeta the controller works with.
 
 The controller reads names, UIDs, labels, annotations, finalizers, owner references and the
-creation/deletion timestamps (task-controller.md §2, §3); everything else the API server writes
+creation/deletion timestamps (docs/behaviour.md §2, §3); everything else the API server writes
 (``managedFields``, ...) is kept verbatim as an unknown member and written back unchanged.
 """
 

@@ -1,7 +1,7 @@
 """``ApiObject``: the top level shared by the ten custom resource kinds of ``engine.nagare.media``.
 
 Every kind is ``{apiVersion, kind, metadata, spec, status?}``. The class variables describe how the
-kind is served (plural, scope, categories; task-controller.md §1.1) and are read by the CRD
+kind is served (plural, scope, categories; docs/behaviour.md §1.1) and are read by the CRD
 generator and by code that calls the API server. ``from_dict`` is the one way the controller
 turns an API server response into a model; it raises ``InvalidObjectError`` in plain words.
 """
@@ -14,10 +14,10 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from taskfsm.api.base import K8sModel, drop_nulls
+from taskfsm.api.constants import API_VERSION, CATEGORIES_ALL
 from taskfsm.api.errors import InvalidObjectError, describe_validation_error
 from taskfsm.api.meta import ObjectReference
 from taskfsm.api.objectmeta import ObjectMeta
-from taskfsm.constants import API_VERSION, CATEGORIES_ALL
 
 
 class ApiObject(K8sModel):

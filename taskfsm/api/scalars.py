@@ -1,11 +1,12 @@
 """Scalar wire types shared by all kinds: identifiers, timestamps, durations, maps, embedded data.
 
-Each is an ``Annotated`` type carrying its own validation, its JSON form and the OpenAPI schema the
-CRD generator (``taskfsm.crdgen``) emits for it, so a field's Python type alone decides all three.
+Each is an ``Annotated`` type carrying its own validation, its JSON form and the OpenAPI schema
+the CRD generator (``taskfsm.api.crdgen``) emits for it, so a field's Python type alone decides
+all three.
 
 * Identifiers (``ObjectName``, ``UID``, ...) are ``NewType``\\ s of ``str``: free at run time, but a
   type checker keeps a Task name from being passed where a UID is expected.
-* ``Time`` is a Kubernetes ``metav1.Time``: RFC 3339, UTC, to the second (task-controller.md §1.3).
+* ``Time`` is a Kubernetes ``metav1.Time``: RFC 3339, UTC, to the second (docs/behaviour.md §1.3).
 * ``GoDuration`` is a Go ``time.Duration`` string such as ``1m30s`` (§1.9, §1.12); see
   ``taskfsm.api.duration`` for parsing and Go's canonical formatting.
 * ``StringMap`` is ``map[string]string`` (``config``, ``labels``), written with sorted keys (as Go).
@@ -77,7 +78,7 @@ Time = Annotated[
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 """A ``metav1.Time``: timezone-aware, normalised to UTC and truncated to the second on input, so
-what the model holds is exactly what it writes (task-controller.md §1.3). Naive datetimes are
+what the model holds is exactly what it writes (docs/behaviour.md §1.3). Naive datetimes are
 rejected."""
 
 # --- Durations -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Task: one media-processing step of a Workflow, run as a Job (task-controller.md §1.3).
+"""Task: one media-processing step of a Workflow, run as a Job (docs/behaviour.md §1.3).
 
 The Task is what taskfsm reconciles. Users (or the NBMP gateway) write ``spec``; only the Task
 controller writes ``status``. Parse one with ``Task.from_dict(body)``; write status back with
@@ -8,29 +8,55 @@ controller writes ``status``. Parse one with ``Task.from_dict(body)``; write sta
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 from pydantic import Field
+from pydantic.config import JsonDict
 
 from taskfsm.api.base import K8sModel
+from taskfsm.api.constants import (
+    CATEGORIES_TASK_AND_WORKFLOW,
+    KIND_CLUSTER_FUNCTION,
+    KIND_CLUSTER_MEDIA_PROCESSING_ENTITY,
+    KIND_CLUSTER_TASK_TEMPLATE,
+    KIND_FUNCTION,
+    KIND_MEDIA_PROCESSING_ENTITY,
+    KIND_TASK,
+    KIND_TASK_TEMPLATE,
+    PLURAL_TASKS,
+    TASK_TERMINAL_PHASES,
+    TaskPhase,
+)
 from taskfsm.api.media import Media
 from taskfsm.api.meta import (
+    NAME_NOT_EMPTY_RULE,
     Condition,
     ExactObjectReference,
     HumanReadableDescription,
     LocalObjectReference,
     ObjectReference,
     find_condition,
+    kind_rule,
 )
 from taskfsm.api.resource import ApiObject
 from taskfsm.api.scalars import ConditionType, JobTemplateSpec, LabelSelector, StringMap, Time
-from taskfsm.constants import (
-    CATEGORIES_TASK_AND_WORKFLOW,
-    KIND_TASK,
-    PLURAL_TASKS,
-    TASK_TERMINAL_PHASES,
-    TaskPhase,
-)
+
+MPE_KIND_RULE: Final = kind_rule(KIND_MEDIA_PROCESSING_ENTITY, KIND_CLUSTER_MEDIA_PROCESSING_ENTITY)
+"""CEL rule of a ``mediaProcessingEntityRef`` (Task and TaskTemplate specs)."""
+FUNCTION_KIND_RULE: Final = kind_rule(KIND_FUNCTION, KIND_CLUSTER_FUNCTION)
+"""CEL rule of a ``functionRef`` (Task and TaskTemplate specs)."""
+_TERMINAL = ", ".join(f"'{phase}'" for phase in sorted(TASK_TERMINAL_PHASES))
+TERMINAL_PHASE_RULE: Final[JsonDict] = {
+    "x-kubernetes-validations": [
+        {
+            "rule": f"!has(oldSelf.phase) || !(oldSelf.phase in [{_TERMINAL}])"
+            " || (has(self.phase) && self.phase == oldSelf.phase)",
+            "message": "phase Succeeded or Failed never changes",
+            "fieldPath": ".phase",
+        }
+    ]
+}
+"""CEL transition rule of a Task's ``status``: a terminal phase is never changed or removed."""
 
 
 class JobFailureAction(StrEnum):
@@ -52,21 +78,31 @@ class JobFailurePolicy(K8sModel):
 class TaskSpec(K8sModel):
     """What the Task should run (§1.3). Only ``workflowRef`` is required."""
 
-    task_template_ref: LocalObjectReference | None = Field(default=None, alias="taskTemplateRef")
+    task_template_ref: LocalObjectReference | None = Field(
+        default=None,
+        alias="taskTemplateRef",
+        json_schema_extra=kind_rule(KIND_TASK_TEMPLATE, KIND_CLUSTER_TASK_TEMPLATE),
+    )
     """A TaskTemplate or ClusterTaskTemplate providing defaults for this Task."""
     human_readable: HumanReadableDescription | None = Field(default=None, alias="humanReadable")
     """Names for people; copied into the helper payload."""
     media_processing_entity_ref: LocalObjectReference | None = Field(
-        default=None, alias="mediaProcessingEntityRef"
+        default=None,
+        alias="mediaProcessingEntityRef",
+        json_schema_extra=MPE_KIND_RULE,
     )
     """The MediaProcessingEntity or ClusterMediaProcessingEntity to run on."""
     media_processing_entity_selector: LabelSelector | None = Field(
         default=None, alias="mediaProcessingEntitySelector"
     )
     """Label selector choosing the (Cluster)MediaProcessingEntity when no ref is given."""
-    workflow_ref: LocalObjectReference = Field(alias="workflowRef")
+    workflow_ref: LocalObjectReference = Field(
+        alias="workflowRef", json_schema_extra=NAME_NOT_EMPTY_RULE
+    )
     """The Workflow (same namespace) this Task belongs to; only ``name`` is used."""
-    function_ref: LocalObjectReference | None = Field(default=None, alias="functionRef")
+    function_ref: LocalObjectReference | None = Field(
+        default=None, alias="functionRef", json_schema_extra=FUNCTION_KIND_RULE
+    )
     """The Function or ClusterFunction to run."""
     function_selector: LabelSelector | None = Field(default=None, alias="functionSelector")
     """Label selector choosing the (Cluster)Function when no ref is given."""
@@ -108,7 +144,8 @@ class TaskStatus(K8sModel):
     job_ref: ExactObjectReference | None = Field(default=None, alias="jobRef")
     """The Job created in the MediaProcessingEntity's cluster."""
     observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    """``metadata.generation`` of the Task the last status write was computed from (taskfsm addition)."""
+    """``metadata.generation`` of the Task the last status write was computed from (taskfsm
+    addition)."""
 
     def condition(self, condition_type: ConditionType | str) -> Condition | None:
         """The condition of ``condition_type``, or ``None``."""
@@ -125,7 +162,7 @@ class Task(ApiObject):
     kind: Literal["Task"] = "Task"
     spec: TaskSpec
     """Desired state."""
-    status: TaskStatus = Field(default_factory=TaskStatus)
+    status: TaskStatus = Field(default_factory=TaskStatus, json_schema_extra=TERMINAL_PHASE_RULE)
     """Observed state."""
 
     @property

@@ -1,4 +1,4 @@
-"""TaskTemplate and ClusterTaskTemplate: defaults shared by many Tasks (task-controller.md §1.6).
+"""TaskTemplate and ClusterTaskTemplate: defaults shared by many Tasks (docs/behaviour.md §1.6).
 
 A Task may name a template in ``spec.taskTemplateRef``. The Task controller takes the template's
 MediaProcessingEntity and Function ref/selector (when the Task gives none), merges its
@@ -14,16 +14,16 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from taskfsm.api.base import K8sModel
-from taskfsm.api.meta import HumanReadableDescription, LocalObjectReference
-from taskfsm.api.resource import ApiObject
-from taskfsm.api.scalars import JobTemplateSpec, LabelSelector, StringMap
-from taskfsm.api.task import JobFailurePolicy
-from taskfsm.constants import (
+from taskfsm.api.constants import (
     KIND_CLUSTER_TASK_TEMPLATE,
     KIND_TASK_TEMPLATE,
     PLURAL_CLUSTER_TASK_TEMPLATES,
     PLURAL_TASK_TEMPLATES,
 )
+from taskfsm.api.meta import HumanReadableDescription, LocalObjectReference
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import JobTemplateSpec, LabelSelector, StringMap
+from taskfsm.api.task import FUNCTION_KIND_RULE, MPE_KIND_RULE, JobFailurePolicy
 
 
 class TaskTemplateSpec(K8sModel):
@@ -32,14 +32,16 @@ class TaskTemplateSpec(K8sModel):
     human_readable: HumanReadableDescription | None = Field(default=None, alias="humanReadable")
     """Names for people (not used by the Task controller)."""
     media_processing_entity_ref: LocalObjectReference | None = Field(
-        default=None, alias="mediaProcessingEntityRef"
+        default=None, alias="mediaProcessingEntityRef", json_schema_extra=MPE_KIND_RULE
     )
     """The MediaProcessingEntity or ClusterMediaProcessingEntity to run on."""
     media_processing_entity_selector: LabelSelector | None = Field(
         default=None, alias="mediaProcessingEntitySelector"
     )
     """Label selector choosing the (Cluster)MediaProcessingEntity when no ref is given."""
-    function_ref: LocalObjectReference | None = Field(default=None, alias="functionRef")
+    function_ref: LocalObjectReference | None = Field(
+        default=None, alias="functionRef", json_schema_extra=FUNCTION_KIND_RULE
+    )
     """The Function or ClusterFunction to run."""
     function_selector: LabelSelector | None = Field(default=None, alias="functionSelector")
     """Label selector choosing the (Cluster)Function when no ref is given."""

@@ -1,9 +1,9 @@
-"""Workflow: the group of Tasks that belong together (task-controller.md §1.4).
+"""Workflow: the group of Tasks that belong together (docs/behaviour.md §1.4).
 
 The Task controller only reads Workflows: their name, UID, deletion, ``status.phase`` (a Task of a
 terminated Workflow fails), and ``spec.humanReadable``/``config``/``mediaLocations`` for the
-helper payload (§1.11). The Workflow controller (``machines/workflow.py``,
-``taskfsm/workflow_reconciler.py``) writes the status.
+helper payload (§1.11). The Workflow controller (``machines/workflow/chart.py``,
+``taskfsm/controllers/workflow/reconciler.py``) writes the status.
 """
 
 from __future__ import annotations
@@ -13,17 +13,19 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from taskfsm.api.base import K8sModel
-from taskfsm.api.media import Media
-from taskfsm.api.meta import Condition, HumanReadableDescription, LocalObjectReference
-from taskfsm.api.resource import ApiObject
-from taskfsm.api.scalars import Int32, StringMap, Time
-from taskfsm.constants import (
+from taskfsm.api.constants import (
     CATEGORIES_TASK_AND_WORKFLOW,
+    KIND_CLUSTER_MEDIA_LOCATION,
+    KIND_MEDIA_LOCATION,
     KIND_WORKFLOW,
     PLURAL_WORKFLOWS,
     WORKFLOW_TERMINAL_PHASES,
     WorkflowPhase,
 )
+from taskfsm.api.media import Media
+from taskfsm.api.meta import Condition, HumanReadableDescription, LocalObjectReference, kind_rule
+from taskfsm.api.resource import ApiObject
+from taskfsm.api.scalars import Int32, StringMap, Time
 
 
 class NamedMediaLocationReference(K8sModel):
@@ -31,7 +33,9 @@ class NamedMediaLocationReference(K8sModel):
 
     name: str = Field(pattern="[a-zA-Z0-9-]+")
     """The name under which the location appears in the helper payload's ``mediaLocations``."""
-    ref: LocalObjectReference
+    ref: LocalObjectReference = Field(
+        json_schema_extra=kind_rule(KIND_MEDIA_LOCATION, KIND_CLUSTER_MEDIA_LOCATION)
+    )
     """A MediaLocation (Workflow's namespace) or ClusterMediaLocation."""
 
 

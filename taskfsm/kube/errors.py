@@ -3,7 +3,7 @@
 
 Each error keeps the HTTP status and the API server's own message (for example
 ``jobs.batch "x" not found``), which is what users see in ``status.message``
-(task-controller.md §3.14: raw API errors are part of the catalogue).
+(docs/behaviour.md §3.14: raw API errors are part of the catalogue).
 """
 
 from __future__ import annotations
@@ -17,15 +17,27 @@ from kubernetes.client.exceptions import ApiException
 
 
 class KubeError(Exception):
-    """An API call failed. ``status`` is the HTTP status (0 when no response arrived)."""
+    """An API call failed. ``status`` is the HTTP status (0 when no response arrived).
+
+    ``retry_after`` is the server's ``Retry-After`` in seconds on a 429 or 5xx answer that carried
+    one (None otherwise): whoever retries must not do so sooner.
+    """
 
     status = 0
 
-    def __init__(self, message: str, *, status: int | None = None, reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        reason: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         if status is not None:
             self.status = status
         self.reason = reason
+        self.retry_after = retry_after
 
 
 class NotFound(KubeError):
@@ -62,6 +74,21 @@ class Unavailable(KubeError):
     """No usable answer: connection refused or reset, a timeout, 429, or a 5xx."""
 
 
+class ConnectionDropped(Unavailable):
+    """The connection closed or was reset before a whole answer arrived (a pooled keep-alive
+    connection the server had closed, a proxy dropping it). Nothing says whether the request was
+    processed; :class:`taskfsm.kube.rest.Rest` retries it once when the verb is idempotent."""
+
+
+class NotLeader(KubeError):
+    """A write was refused before it was sent: this replica cannot show that it still holds the
+    leader-election Lease (``taskfsm.kube.leader.LeaderElector.write_guard``, docs/operations.md).
+
+    Nothing reached the API server; the reconcile fails like any other API error and is retried
+    with backoff (by the next leader, if this replica has lost the Lease).
+    """
+
+
 def translate(exc: ApiException) -> KubeError:
     """Map an ``ApiException`` to the matching :class:`KubeError` subclass."""
     message, reason = exc.reason or "", ""
@@ -86,7 +113,19 @@ def translate(exc: ApiException) -> KubeError:
         cls = Forbidden
     else:
         cls = Unavailable
-    return cls(message, status=status, reason=reason)
+    retry_after = _retry_after(exc) if status == 429 or status >= 500 else None
+    return cls(message, status=status, reason=reason, retry_after=retry_after)
+
+
+def _retry_after(exc: ApiException) -> float | None:
+    """The ``Retry-After`` header in seconds, when it is a non-negative integer (the form the API
+    server sends; an HTTP date or garbage counts as absent)."""
+    headers = getattr(exc, "headers", None) or {}
+    for key, value in headers.items():
+        if key.lower() == "retry-after":
+            text = str(value).strip()
+            return float(text) if text.isascii() and text.isdigit() else None
+    return None
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""List-then-watch caches of one resource: the controller's own watch loop (failure-modes.md F4–F6).
+"""List-then-watch caches of one resource: the controller's own watch loop (docs/behaviour.md
+F4-F6).
 
 The loop (one daemon thread per :class:`Informer`):
 
@@ -19,11 +20,10 @@ The loop (one daemon thread per :class:`Informer`):
    next attempt, so an unreachable API server is not hammered; ``healthy`` is False from the
    failure until a watch is open again (readiness, ``taskfsm_watch_healthy``).
 
-Why not ``kubernetes.informer.SharedInformer``: with plain dicts its watch never advances the
-resourceVersion (the model type cannot be derived from a dict-returning list function), so every
-reconnect replays all events since the first list and eventually turns into a 410 relist; and it
-retries a 410 once with the same version. The line splitting of the client's watch module is
-reused.
+Why not the client library's ``kubernetes.informer.SharedInformer``: it raises on list functions
+that return plain dicts (this controller moves JSON as dicts), and it has no backoff between
+failed attempts, no read timeout on the watch, no paged lists and no bookmarks, which is what
+F4-F6 of docs/behaviour.md §7 need. The line splitting of the client's watch module is reused.
 
 Cached objects are plain dicts passed through the informer's transform
 (:mod:`taskfsm.kube.transforms`: no ``managedFields``, shared strings, for Jobs no ``spec``);
@@ -32,7 +32,7 @@ callers must not mutate them.
 
 from __future__ import annotations
 
-import json
+import builtins
 import logging
 import random
 import threading
@@ -40,10 +40,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from kubernetes.watch.watch import iter_resp_lines
 
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
-from taskfsm.kube.rest import Resource, Rest
+from taskfsm.kube.rest import Resource, Rest, WatchStream
 from taskfsm.kube.transforms import default_transform
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class Informer:
         watch_timeout: server-side watch duration in seconds (jittered down to 80 %).
         read_margin: extra seconds the client waits for bytes before declaring the stream dead.
         max_backoff: cap in seconds on the wait before retrying a failing list or watch
-            (the actual wait is jittered to 0.5–1.5 times the capped value).
+            (the actual wait is jittered to 0.5-1.5 times the capped value).
         name: label for logs and metrics (default ``plural/namespace``).
         transform: what the cache keeps of each listed or watched object (a new dict; the
             default drops managedFields and shares strings, :mod:`taskfsm.kube.transforms`).
@@ -108,13 +109,17 @@ class Informer:
         self.max_backoff = max_backoff
         self.name = name or f"{res.plural}/{namespace or '*'}"
         self._handlers: list[EventHandler] = []
+        self._health_handlers: list[Callable[[bool], None]] = []
         self._store: dict[str, dict[str, Any]] = {}
+        self._index_functions: dict[str, Callable[[dict[str, Any]], str | None]] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._synced = threading.Event()
         self._thread: threading.Thread | None = None
-        self._response: Any = None
+        self._response: WatchStream | None = None
         self._consecutive_failures = 0
+        self._retry_after: float | None = None
         self._resume_from: tuple[str | None] | None = None
         self._aborting = False
         self.resource_version: str | None = None
@@ -133,9 +138,17 @@ class Informer:
         """Register ``handler``; register before :meth:`start` to see the initial list."""
         self._handlers.append(handler)
 
+    def add_health_handler(self, handler: Callable[[bool], None]) -> None:
+        """Call ``handler(healthy)`` on the informer thread whenever ``healthy`` changes: False
+        when a list or watch fails, True when a watch is open again after a failure (callers
+        re-queue the work that failed during the outage)."""
+        self._health_handlers.append(handler)
+
     def start(self) -> Informer:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"informer-{self.name}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"informer-{self.name}", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -171,7 +184,9 @@ class Informer:
         with self._lock:
             return self._store.get(f"{namespace}/{name}" if namespace else name)
 
-    def list(self, namespace: str | None = None, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    def list(
+        self, namespace: str | None = None, labels: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """Cached objects, optionally restricted to a namespace and to exact label matches."""
         with self._lock:
             objects = list(self._store.values())
@@ -187,9 +202,54 @@ class Informer:
             out.append(obj)
         return out
 
+    def index(self, name: str, function: Callable[[dict[str, Any]], str | None]) -> None:
+        """Keep an index ``name`` of the cache by ``function(obj)`` (None: not indexed), like
+        client-go's indexers, so :meth:`by_index` finds objects without scanning the cache.
+        Idempotent per name; the index covers what is cached already."""
+        with self._lock:
+            if name in self._index_functions:
+                return
+            self._index_functions[name] = function
+            index: dict[str, set[str]] = {}
+            for key, obj in self._store.items():
+                value = function(obj)
+                if value is not None:
+                    index.setdefault(value, set()).add(key)
+            self._indices[name] = index
+
+    def count(self, name: str, value: str) -> int:
+        """How many cached objects have ``value`` in index ``name`` (no list is built)."""
+        with self._lock:
+            return len(self._indices.get(name, {}).get(value, ()))
+
+    def by_index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
+        """Cached objects whose index ``name`` has ``value`` (see :meth:`index`)."""
+        with self._lock:
+            keys = self._indices.get(name, {}).get(value, ())
+            return [self._store[k] for k in keys if k in self._store]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._store)
+
+    def _index_locked(
+        self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> None:
+        """Move ``key`` in every index from ``old``'s value to ``new``'s (hold ``_lock``)."""
+        for name, function in self._index_functions.items():
+            index = self._indices[name]
+            before = function(old) if old is not None else None
+            after = function(new) if new is not None else None
+            if before == after:
+                continue
+            if before is not None:
+                keys = index.get(before)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[before]
+            if after is not None:
+                index.setdefault(after, set()).add(key)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -202,9 +262,12 @@ class Informer:
             except Gone as exc:
                 # The resourceVersion is too old (compacted, or older than the API server's watch
                 # cache): list again at once. Not a failure: the relist is the recovery.
-                log.info("watch expired; relisting", extra={"informer": self.name, "error": str(exc)[:200]})
+                log.info(
+                    "watch expired; relisting",
+                    extra={"informer": self.name, "error": str(exc)[:200]},
+                )
                 self.resource_version = None
-            except Exception as exc:  # noqa: BLE001 - any failure: report, back off, retry
+            except Exception as exc:
                 if self._stopped.is_set():
                     break
                 if self._aborting:
@@ -217,6 +280,13 @@ class Informer:
         fresh, resource_version = self._list_all()
         with self._lock:
             old, self._store = self._store, fresh
+            for name, function in self._index_functions.items():
+                index: dict[str, set[str]] = {}
+                for key, obj in fresh.items():
+                    value = function(obj)
+                    if value is not None:
+                        index.setdefault(value, set()).add(key)
+                self._indices[name] = index
         for key, obj in old.items():
             if key not in fresh:
                 self._dispatch(DELETED, obj)
@@ -248,12 +318,19 @@ class Informer:
         while True:
             try:
                 body = self.rest.list(
-                    self.res, self.namespace, label_selector=self.label_selector, limit=limit, continue_token=token
+                    self.res,
+                    self.namespace,
+                    label_selector=self.label_selector,
+                    limit=limit,
+                    continue_token=token,
                 )
             except Gone:
                 if token is None:
                     raise
-                log.info("list snapshot expired between pages; listing again unpaged", extra={"informer": self.name})
+                log.info(
+                    "list snapshot expired between pages; listing again unpaged",
+                    extra={"informer": self.name},
+                )
                 fresh, token, limit = {}, None, None
                 continue
             for item in body.get("items") or []:
@@ -269,7 +346,7 @@ class Informer:
                 return fresh, meta.get("resourceVersion") or None
 
     def _watch(self) -> None:
-        timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))  # noqa: S311 - jitter
+        timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))
         resume_from = self.resource_version
         override = self._resume_from
         if override is not None:
@@ -300,7 +377,7 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 if line:
-                    self._handle(json.loads(line))
+                    self._handle(orjson.loads(line))
                     events += 1
             if not events and time.monotonic() - opened < min(1.0, timeout / 2):
                 # Something between us and the API server ends streams at once: back off
@@ -329,13 +406,16 @@ class Informer:
             self._consecutive_failures = 0
         elif kind in (ADDED, MODIFIED):
             obj = self.transform(obj)
+            key = _key(obj)
             with self._lock:
-                self._store[_key(obj)] = obj
+                self._index_locked(key, self._store.get(key), obj)
+                self._store[key] = obj
             self._dispatch(kind, obj)
         elif kind == DELETED:
             obj = self.transform(obj)
+            key = _key(obj)
             with self._lock:
-                self._store.pop(_key(obj), None)
+                self._index_locked(key, self._store.pop(key, None), None)
             self._dispatch(DELETED, obj)
         if rv:
             self.resource_version = rv
@@ -351,21 +431,42 @@ class Informer:
                 log.exception("informer handler failed", extra={"informer": self.name})
 
     def _failed(self, exc: Exception) -> None:
-        self.healthy = False
+        was_healthy, self.healthy = self.healthy, False
         self.failures += 1
         self._consecutive_failures += 1
         self.last_failure = time.monotonic()
+        self._retry_after = exc.retry_after if isinstance(exc, KubeError) else None
         detail = str(exc) if isinstance(exc, KubeError) else f"{type(exc).__name__}: {exc}"
         self.last_error = detail[:300]
-        log.warning("watch failed; retrying with backoff", extra={"informer": self.name, "error": self.last_error})
+        log.warning(
+            "watch failed; retrying with backoff",
+            extra={"informer": self.name, "error": self.last_error},
+        )
+        if was_healthy:
+            self._notify_health(False)
 
     def _backoff(self) -> float:
-        n = max(1, self._consecutive_failures)
-        return min(self.max_backoff, FIRST_BACKOFF * 2 ** (n - 1)) * random.uniform(0.5, 1.5)  # noqa: S311
+        """The wait before the next attempt: jittered exponential, and never shorter than the
+        API server's ``Retry-After`` of the last failure."""
+        # The exponent is capped: after ~1,000 failures (hours of outage) 2.0**n overflows, and
+        # an exception here would end the watch loop for good.
+        n = min(max(1, self._consecutive_failures), 64)
+        wait = min(self.max_backoff, FIRST_BACKOFF * 2.0 ** (n - 1)) * random.uniform(0.5, 1.5)
+        return max(wait, self._retry_after or 0.0)
 
     def _mark_healthy(self) -> None:
+        recovered = self.failures > 0 and not self.healthy
         self.healthy = True
         self.last_error = ""
+        if recovered:
+            self._notify_health(True)
+
+    def _notify_health(self, healthy: bool) -> None:
+        for handler in self._health_handlers:
+            try:
+                handler(healthy)
+            except Exception:  # one bad handler must not stop the watch
+                log.exception("informer health handler failed", extra={"informer": self.name})
 
     def _abort_stream(self) -> None:
         """Unblock a read in progress on the watch stream (from another thread)."""
@@ -374,7 +475,7 @@ class Informer:
             return
         try:
             response.shutdown()
-        except Exception:  # noqa: BLE001 - best effort: the read timeout ends it anyway
+        except Exception:
             log.debug("could not shut the watch stream down", extra={"informer": self.name})
 
 
@@ -386,4 +487,3 @@ def _key(obj: dict[str, Any]) -> str:
 
 def _rv(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-

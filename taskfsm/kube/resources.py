@@ -1,4 +1,5 @@
-"""The nagare ``engine.nagare.media/v1alpha1`` resources as REST descriptors (task-controller.md §1.1).
+"""The nagare ``engine.nagare.media/v1alpha1`` resources as REST descriptors (docs/behaviour.md
+§1.1).
 
 Derived from the API models (each carries its kind, plural and scope), so the names live in one
 place.
@@ -6,7 +7,7 @@ place.
 
 from __future__ import annotations
 
-from taskfsm import constants as c
+from taskfsm.api import constants as c
 from taskfsm.api.kinds import MODEL_BY_KIND
 from taskfsm.kube.rest import Resource
 

@@ -2,35 +2,106 @@
 
 The generated typed APIs of ``kubernetes`` validate every body into pydantic models; a controller
 that only moves JSON around pays for that on every call and loses unknown fields. This module
-builds requests with the client's own ``param_serialize``/``call_api`` (same auth, TLS, proxy and
-retry settings) and returns plain dicts. Every request is reported to an observer (the
-``rest_client_requests_total`` metric and per-test request counters).
+sends requests through the client's own connection pool (same auth, TLS and proxy settings: the
+pool is the one the client built from its configuration) and returns plain dicts. The client's
+``param_serialize``/``call_api`` are skipped for ordinary requests: they walk the whole body
+again to sanitise it, build headers through several generic layers and wrap the response, about
+60 microseconds a request and 4-5 % of the controller's CPU in a burst (docs/benchmarks.md); the
+body here is JSON already. Authentication still comes from the client (``update_params_for_auth``:
+the bearer token and its refresh hook), query parameters are encoded by the client's
+``parameters_to_url_query``. Bodies are encoded and answers decoded with ``orjson`` (the same
+values, several times faster than the standard library's ``json``, whose decoding was 5 % of the
+CPU). Watches keep the client's path. Every request is
+reported to an observer (the ``rest_client_requests_total`` metric and per-test request
+counters).
+
+Timeouts and retries live here, not in the HTTP client (whose own retries are off, see
+:mod:`taskfsm.kube.client`), so that every retry passes the write guard again and respects a
+deadline (docs/operations.md, "Request timeouts and retries"):
+
+* ordinary requests time out after :data:`DEFAULT_TIMEOUT` (10 s to connect including the TLS
+  handshake, 10 s without a byte of the answer); a caller with a deadline (the Lease elector)
+  gets whatever time is left of it instead;
+* a read timeout is not retried (a write's outcome is unknown; the caller retries from a fresh
+  view) and closes the idle pooled connections to that server, which probably share the dead
+  path, so the retry connects afresh instead of waiting on the next dead connection;
+* a connection that closes or resets before the answer (a keep-alive connection the server had
+  closed) is retried once for GET, PUT and DELETE;
+* an answer 429 or 5xx with a ``Retry-After`` header is retried, never sooner than the header
+  says, up to :data:`MAX_RETRY_AFTER` times and only while the wait fits the deadline (by default
+  :data:`RETRY_AFTER_BUDGET` seconds); otherwise the error carries ``retry_after`` for the caller;
+* a :data:`WriteGuard`, when set, is asked before every attempt of a write (POST, PUT, PATCH,
+  DELETE) and refuses it unsent (:class:`~taskfsm.kube.errors.NotLeader`) when this replica
+  cannot show it holds the leader-election Lease.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import contextlib
+import queue
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol, cast, overload
 
+import orjson
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from taskfsm.kube import faults
-from taskfsm.kube.errors import api_errors
+from taskfsm.kube.errors import ConnectionDropped, KubeError, Unavailable, api_errors
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+"""Accept header for a LIST that returns only each object's metadata."""
 
-#: (connect, read) seconds for ordinary requests: a dead connection must not block a worker
-#: for ever (failure-modes.md F5; the client has no read timeout by default).
-DEFAULT_TIMEOUT = (5.0, 30.0)
+#: (connect, read) seconds for ordinary requests. A dead connection must not block a worker for
+#: ever (docs/behaviour.md F5; the client has no read timeout by default), and one dead pooled
+#: connection should cost seconds, not a minute; an API server answering within 5 s (slow but
+#: correct) must still work, TLS handshake of a new connection included (urllib3 counts it in the
+#: connect timeout). docs/operations.md has the reasoning.
+DEFAULT_TIMEOUT = (10.0, 10.0)
+
+#: Seconds an ordinary request may spend waiting for ``Retry-After`` in all (a caller's deadline
+#: replaces it); a longer wait is left to the caller's backoff, with ``retry_after`` on the error.
+RETRY_AFTER_BUDGET = 10.0
+
+#: Retries after ``Retry-After`` answers per request (client-go's ceiling).
+MAX_RETRY_AFTER = 10
+
+#: The verbs that change something (the write guard is asked before each of them).
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+#: Verbs retried once when the connection drops before the answer (idempotent in HTTP terms).
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
+
+WriteGuard = Callable[[str, str], float]
+"""Asked before every attempt of a write with (HTTP method, resource label); returns for how many
+more seconds writing is allowed (connecting may take no longer) or raises
+:class:`~taskfsm.kube.errors.NotLeader`."""
 
 Observer = Callable[[str, str, int], None]
 """Called after each request with (HTTP method, resource plural or ``plural/subresource``, code);
 code 0 means no response arrived."""
+
+WatchStream = urllib3.BaseHTTPResponse
+"""An open watch: the streaming urllib3 response, not yet read (see :meth:`Rest.watch`)."""
+
+Timeout = float | tuple[float, float]
+"""A request timeout as urllib3 takes it: one total, or ``(connect, read)`` seconds."""
+
+
+class _Answer(Protocol):
+    """What :meth:`Rest._send` uses of the client's ``rest.RESTResponse``, whose own annotations
+    leave ``read`` untyped and declare ``data`` as always None."""
+
+    status: int
+    response: urllib3.BaseHTTPResponse
+    """The urllib3 response, not yet read (the client asks for it unloaded)."""
+
+    def read(self) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +118,9 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+    def path(
+        self, namespace: str | None = None, name: str | None = None, sub: str | None = None
+    ) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{namespace}"
@@ -65,6 +138,13 @@ PODS = Resource("", "v1", "pods", "Pod")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
 
 
 class Rest:
@@ -74,6 +154,9 @@ class Rest:
         api_client: the configured ``kubernetes.client.ApiClient``.
         observer: request hook, see :data:`Observer`.
         timeout: default ``(connect, read)`` timeout in seconds.
+        write_guard: see :data:`WriteGuard`; None lets every write through. May be set later
+            (the controller sets it once leader election starts).
+        sleep: how to wait for ``Retry-After`` (tests pass a fake).
 
     Every method raises a :class:`taskfsm.kube.errors.KubeError` subclass on failure.
     """
@@ -84,10 +167,14 @@ class Rest:
         *,
         observer: Observer | None = None,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        write_guard: WriteGuard | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api_client = api_client
         self.observer = observer
         self.timeout = timeout
+        self.write_guard = write_guard
+        self.sleep = sleep
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -104,9 +191,11 @@ class Rest:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         """One LIST. With ``limit``, one page: ``metadata.continue`` of the result asks for the
-        next (pass it as ``continue_token``); an expired token raises :class:`Gone`."""
+        next (pass it as ``continue_token``); an expired token raises :class:`Gone`.
+        ``metadata_only`` asks for a ``PartialObjectMetadataList`` (no data, no spec)."""
         query = {
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
@@ -114,7 +203,10 @@ class Rest:
             "limit": str(limit) if limit else None,
             "continue": continue_token,
         }
-        return self.request("GET", res, res.path(namespace), query=query, verb="LIST")
+        accept = METADATA_LIST if metadata_only else None
+        return self.request(
+            "GET", res, res.path(namespace), query=query, verb="LIST", accept=accept
+        )
 
     def create(
         self, res: Resource, namespace: str | None, body: dict[str, Any], *, dry_run: bool = False
@@ -134,10 +226,16 @@ class Rest:
         content_type: str = MERGE_PATCH,
     ) -> dict[str, Any]:
         return self.request(
-            "PATCH", res, res.path(namespace, name, subresource), body=patch, content_type=content_type
+            "PATCH",
+            res,
+            res.path(namespace, name, subresource),
+            body=patch,
+            content_type=content_type,
         )
 
-    def replace(self, res: Resource, namespace: str | None, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    def replace(
+        self, res: Resource, namespace: str | None, name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
         return self.request("PUT", res, res.path(namespace, name), body=body)
 
     def delete(
@@ -147,12 +245,17 @@ class Rest:
         name: str,
         *,
         uid: str | None = None,
+        resource_version: str | None = None,
         propagation: str | None = None,
     ) -> dict[str, Any]:
-        """DELETE with an optional UID precondition (409 Conflict when it does not match)."""
+        """DELETE with optional UID and resourceVersion preconditions (409 Conflict when the
+        object is another one, or changed since it was read)."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        preconditions = {
+            k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v
+        }
+        if preconditions:
+            body["preconditions"] = preconditions
         if propagation:
             body["propagationPolicy"] = propagation
         return self.request("DELETE", res, res.path(namespace, name), body=body)
@@ -165,7 +268,7 @@ class Rest:
         timeout_seconds: int,
         read_timeout: float,
         **query: Any,
-    ) -> Any:
+    ) -> WatchStream:
         """Open a watch; returns the streaming ``urllib3`` response (for ``kubernetes.watch``)."""
         query = {**query, "watch": "true", "timeoutSeconds": timeout_seconds}
         return self.request(
@@ -180,6 +283,40 @@ class Rest:
 
     # -- transport -------------------------------------------------------------------------------
 
+    @overload
+    def request(
+        self,
+        method: str,
+        res: Resource,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        stream: Literal[False] = False,
+        timeout: tuple[float, float] | None = None,
+        deadline: float | None = None,
+        verb: str | None = None,
+        accept: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    def request(
+        self,
+        method: str,
+        res: Resource,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        stream: Literal[True],
+        timeout: tuple[float, float] | None = None,
+        deadline: float | None = None,
+        verb: str | None = None,
+        accept: str | None = None,
+    ) -> WatchStream: ...
+
     def request(
         self,
         method: str,
@@ -191,40 +328,174 @@ class Rest:
         content_type: str | None = None,
         stream: bool = False,
         timeout: tuple[float, float] | None = None,
+        deadline: float | None = None,
         verb: str | None = None,
-    ) -> Any:
-        headers = {"Accept": "application/json"}
+        accept: str | None = None,
+    ) -> dict[str, Any] | WatchStream:
+        """One request, retried as the module docstring says: the answer's JSON object (``{}``
+        for an empty body), or with ``stream`` the unread streaming response."""
+        headers = {"Accept": accept or "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        label = _resource_label(res, path)
+        limit = deadline if deadline is not None else time.monotonic() + RETRY_AFTER_BUDGET
+        retries, dropped = 0, False
+        while True:
+            attempt_timeout = self._attempt_timeout(method, label, timeout, deadline)
+            try:
+                return self._send(
+                    method, path, label, params, headers, body, stream, attempt_timeout, verb
+                )
+            except ConnectionDropped:
+                if dropped or method not in IDEMPOTENT:
+                    raise
+                dropped = True  # once: a keep-alive connection the server had closed
+            except KubeError as exc:
+                wait = exc.retry_after
+                if wait is None or retries >= MAX_RETRY_AFTER or time.monotonic() + wait >= limit:
+                    raise
+                retries += 1
+                self.sleep(wait)
+
+    def _attempt_timeout(
+        self, method: str, label: str, timeout: tuple[float, float] | None, deadline: float | None
+    ) -> Timeout:
+        """The timeout of the next attempt: the deadline's remainder as one total (connect, TLS
+        and answer together), else ``(connect, read)``; for a write, connecting may not outlast
+        the write guard's permission. Raises when no time is left or the guard refuses."""
+        allowed = None
+        if self.write_guard is not None and method in WRITE_VERBS:
+            allowed = self.write_guard(method, label)  # raises NotLeader
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Unavailable(f"{method} {label}: no time left before the deadline")
+            return left if allowed is None else (min(left, allowed), left)
+        connect, read = timeout or self.timeout
+        return (connect, read) if allowed is None else (min(connect, allowed), read)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        label: str,
+        params: Sequence[tuple[str, Any]],
+        headers: dict[str, str],
+        body: Any,
+        stream: bool,
+        timeout: Timeout,
+        verb: str | None,
+    ) -> dict[str, Any] | WatchStream:
+        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`."""
         code = 0
         try:
             with api_errors():
                 try:
+                    if not stream:
+                        code, answer = self._send_direct(
+                            method, path, params, headers, body, timeout
+                        )
+                        return answer
                     call = self.api_client.param_serialize(
                         method,
                         path,
                         query_params=params,
-                        header_params=headers,
+                        header_params=dict(headers),
                         body=body,
                         auth_settings=["BearerToken"],
                     )
-                    response = self.api_client.call_api(*call, _request_timeout=timeout or self.timeout)
+                    response = cast(
+                        _Answer, self.api_client.call_api(*call, _request_timeout=timeout)
+                    )
                     code = response.status
-                    if stream and 200 <= code < 300:
-                        return response.response
-                    response.read()
-                    if not 200 <= code < 300:
-                        raise ApiException.from_response(http_resp=response, body=response.data.decode(errors="replace"), data=None)
-                    if method in faults.WRITE_VERBS:
-                        faults.after_write(method, _resource_label(res, path))
-                    return json.loads(response.data) if response.data else {}
+                    if 200 <= code < 300:
+                        return response.response  # a watch: read by the caller
+                    raise ApiException.from_response(
+                        http_resp=response,
+                        body=response.read().decode(errors="replace"),
+                        data=None,
+                    )
                 except ApiException as exc:
                     code = exc.status or code
                     raise
+                except urllib3.exceptions.ReadTimeoutError:
+                    self.drop_idle_connections()
+                    raise
+                except urllib3.exceptions.ProtocolError as exc:
+                    raise ConnectionDropped(f"connection dropped: {exc}") from None
         finally:
             if self.observer is not None:
-                self.observer(verb or method, _resource_label(res, path), code)
+                self.observer(verb or method, label, code)
+
+    def _send_direct(
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, Any]],
+        headers: dict[str, str],
+        body: Any,
+        timeout: Timeout,
+    ) -> tuple[int, dict[str, Any]]:
+        """A non-streaming request through the client's pool manager (module docstring): the
+        status code and the answer's JSON object; raises ``ApiException`` for an error status."""
+        api = self.api_client
+        headers = {**api.default_headers, **headers}
+        queries: list[tuple[str, str]] = []
+        api.update_params_for_auth(headers, queries, ["BearerToken"], path, method, body)
+        url = api.configuration.host.rstrip("/") + path
+        query = [*params, *queries]
+        if query:
+            url += "?" + api.parameters_to_url_query(query, None)
+        data = body
+        if body is not None and not isinstance(body, (bytes, str)):
+            data = orjson.dumps(body, default=api.sanitize_for_serialization)
+        response = api.rest_client.pool_manager.request(
+            method,
+            url,
+            body=data,
+            headers=headers,
+            timeout=(
+                urllib3.Timeout(total=timeout)
+                if isinstance(timeout, (int, float))
+                else urllib3.Timeout(connect=timeout[0], read=timeout[1])
+            ),
+            preload_content=False,
+        )
+        payload = response.data
+        if not 200 <= response.status < 300:
+            raise ApiException.from_response(
+                http_resp=client.rest.RESTResponse(response),
+                body=payload.decode(errors="replace"),
+                data=None,
+            )
+        return response.status, (orjson.loads(payload) if payload else {})
+
+    def drop_idle_connections(self) -> int:
+        """Close the idle pooled connections to this API server (they reconnect when next used);
+        how many were closed. Called after a read timeout: the connections idle in the pool
+        probably share the path that just went silent, and each would cost a read timeout."""
+        try:
+            manager = self.api_client.rest_client.pool_manager
+            idle = manager.connection_from_url(self.api_client.configuration.host).pool
+        except (AttributeError, urllib3.exceptions.HTTPError):
+            return 0
+        if idle is None:  # the pool is closed
+            return 0
+        taken = []
+        while True:
+            try:
+                taken.append(idle.get(block=False))
+            except queue.Empty:
+                break
+        closed = 0
+        for conn in taken:
+            if conn is not None and conn.sock is not None:
+                conn.close()
+                closed += 1
+            with contextlib.suppress(queue.Full):
+                idle.put(conn, block=False)  # a closed connection reconnects when next taken
+        return closed
 
 
 def _resource_label(res: Resource, path: str) -> str:

@@ -32,7 +32,8 @@ longer values (messages, payloads) are rarely repeated and stay as they are."""
 
 
 def share(value: Any) -> Any:
-    """A copy of a JSON value whose dict keys and short strings are interned."""
+    """A copy of a JSON value whose dict keys and short strings are interned (an object stays
+    an object, a list a list)."""
     if isinstance(value, dict):
         return {sys.intern(k): share(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -51,9 +52,11 @@ def default_transform(obj: dict[str, Any]) -> dict[str, Any]:
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
             meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
         obj = {**obj, "metadata": meta}
-    return share(obj)
+    shared: dict[str, Any] = share(obj)
+    return shared
 
 
 def job_transform(job: dict[str, Any]) -> dict[str, Any]:
-    """A cached Job: apiVersion, kind, metadata and status (no ``spec``), as :func:`default_transform`."""
+    """A cached Job: apiVersion, kind, metadata and status (no ``spec``), as
+    :func:`default_transform`."""
     return default_transform({k: v for k, v in job.items() if k != "spec"})

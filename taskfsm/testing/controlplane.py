@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 if TYPE_CHECKING:
-    from kubernetes import client as k8s_client
+    from taskfsm.kube.client import ApiClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "tools" / "controlplane" / "build.sh"
@@ -67,9 +68,7 @@ def binaries_dir() -> Path:
     Raises:
         ControlPlaneError: the build failed or the binaries are missing (with the build's output).
     """
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ControlPlaneError(
             f"building the control plane failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
@@ -195,9 +194,7 @@ class ControlPlane:
 
     def log_tails(self, lines: int = 40) -> str:
         """The last lines of every component's log, for failure messages."""
-        return "\n".join(
-            f"--- {p.name} ({p.log_path}) ---\n{p.tail(lines)}" for p in self._procs
-        )
+        return "\n".join(f"--- {p.name} ({p.log_path}) ---\n{p.tail(lines)}" for p in self._procs)
 
     def restart_apiserver(self, *, down_seconds: float = 0.0, kill: bool = False) -> None:
         """Stop kube-apiserver only and start it again on the same port with the same serving
@@ -224,8 +221,8 @@ class ControlPlane:
 
     # -- clients ---------------------------------------------------------------------------------
 
-    def api_client(self) -> k8s_client.ApiClient:
-        """A new :class:`kubernetes.client.ApiClient` with admin rights on this control plane."""
+    def api_client(self) -> ApiClient:
+        """A new API client with admin rights on this control plane."""
         from taskfsm.kube.client import from_kubeconfig
 
         return from_kubeconfig(self.kubeconfig)
@@ -257,12 +254,12 @@ class ControlPlane:
     def _spawn(self, name: str, args: list[str]) -> _Process:
         log_path = self.workdir / f"{name}.log"
         log = log_path.open("ab")  # append: a restarted component keeps its earlier log
-        popen = subprocess.Popen(  # noqa: S603 - our own binaries, fixed arguments
+        popen = subprocess.Popen(
             args,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - needed for setsid + death signal
+            preexec_fn=_die_with_parent,
             cwd=self.workdir,
         )
         log.close()
@@ -362,12 +359,14 @@ class ControlPlane:
                 raise ControlPlaneError(f"kube-controller-manager exited ({proc.popen.returncode})")
             time.sleep(0.2)
 
-    def _wait(self, proc: _Process, ready: object, what: str) -> None:
+    def _wait(self, proc: _Process, ready: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if proc.popen.poll() is not None:
-                raise ControlPlaneError(f"{proc.name} exited ({proc.popen.returncode}) before {what}")
-            if ready():  # type: ignore[operator]
+                raise ControlPlaneError(
+                    f"{proc.name} exited ({proc.popen.returncode}) before {what}"
+                )
+            if ready():
                 return
             time.sleep(0.2)
         raise ControlPlaneError(f"timed out after {self.startup_timeout:.0f}s waiting for {what}")
@@ -391,7 +390,7 @@ def _http_ok(url: str, *, token: str | None = None, context: ssl.SSLContext | No
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=2, context=context) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError, ssl.SSLError):
         return False

@@ -6,13 +6,17 @@ chooses, writes their status through the ``pods/status`` subresource exactly as 
 once every Secret the pod mounts exists (a kubelet cannot mount a missing Secret), first
 ``Running`` with a running container state, then ``Succeeded`` (exit code 0) or ``Failed``
 (non-zero exit code). The real Job controller in kube-controller-manager then counts the pods and
-sets the Job's ``Complete``/``Failed`` conditions. Kubernetes' own Job integration tests do the same.
+sets the Job's ``Complete``/``Failed`` conditions. Kubernetes' own Job integration tests do the
+same.
 
 Policies:
 
 * :func:`annotation_policy` (the default) reads pod annotations, so a Function's pod template can
   say how its pods behave: ``kubelet.taskfsm.dev/run-seconds`` (float, default 0),
-  ``kubelet.taskfsm.dev/exit-code`` (int, default 0), ``kubelet.taskfsm.dev/never-start: "true"``.
+  ``kubelet.taskfsm.dev/exit-code`` (int, default 0), ``kubelet.taskfsm.dev/never-start: "true"``,
+  ``kubelet.taskfsm.dev/termination-reason`` (default ``Completed`` for exit code 0, else
+  ``Error``, as a kubelet writes) and ``kubelet.taskfsm.dev/termination-message`` (what a
+  container wrote to its ``terminationMessagePath``; default none).
 * any callable ``pod dict -> PodOutcome``.
 """
 
@@ -28,8 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client
-
+from taskfsm.kube.client import ApiClient
 from taskfsm.kube.errors import KubeError, NotFound, Unavailable
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.rest import PODS, SECRETS, Rest
@@ -39,6 +42,8 @@ log = logging.getLogger(__name__)
 ANNOTATION_RUN_SECONDS = "kubelet.taskfsm.dev/run-seconds"
 ANNOTATION_EXIT_CODE = "kubelet.taskfsm.dev/exit-code"
 ANNOTATION_NEVER_START = "kubelet.taskfsm.dev/never-start"
+ANNOTATION_TERMINATION_REASON = "kubelet.taskfsm.dev/termination-reason"
+ANNOTATION_TERMINATION_MESSAGE = "kubelet.taskfsm.dev/termination-message"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
@@ -50,18 +55,22 @@ class PodOutcome:
         run_seconds: seconds between ``Running`` and the terminal phase.
         exit_code: the main containers' exit code; 0 → ``Succeeded``, else ``Failed``.
         start: False keeps the pod ``Pending`` for ever (an image that never pulls).
+        reason: the terminated containers' ``reason``; ``None``: ``Completed`` or ``Error``.
+        message: the terminated containers' ``message`` (their termination message), if any.
     """
 
     run_seconds: float = 0.0
     exit_code: int = 0
     start: bool = True
+    reason: str | None = None
+    message: str | None = None
 
 
 Policy = Callable[[dict[str, Any]], PodOutcome]
 
 
-def annotation_policy(default: PodOutcome = PodOutcome()) -> Policy:  # noqa: B008 - frozen value
-    """A policy reading the ``kubelet.taskfsm.dev/*`` pod annotations, falling back to ``default``."""
+def annotation_policy(default: PodOutcome = PodOutcome()) -> Policy:
+    """A policy reading the ``kubelet.taskfsm.dev/*`` pod annotations, else ``default``."""
 
     def policy(pod: dict[str, Any]) -> PodOutcome:
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
@@ -70,6 +79,8 @@ def annotation_policy(default: PodOutcome = PodOutcome()) -> Policy:  # noqa: B0
         return PodOutcome(
             run_seconds=float(annotations.get(ANNOTATION_RUN_SECONDS, default.run_seconds)),
             exit_code=int(annotations.get(ANNOTATION_EXIT_CODE, default.exit_code)),
+            reason=annotations.get(ANNOTATION_TERMINATION_REASON, default.reason),
+            message=annotations.get(ANNOTATION_TERMINATION_MESSAGE, default.message),
         )
 
     return policy
@@ -84,7 +95,7 @@ class SimulatedKubelet:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         *,
         namespace: str | None = None,
         policy: Policy | None = None,
@@ -125,11 +136,21 @@ class SimulatedKubelet:
     # -- watching --------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
-        informer = Informer(self._rest, PODS, namespace=self._namespace, label_selector=JOB_NAME_LABEL, watch_timeout=30)
-        informer.add_handler(lambda kind, pod: kind != "DELETED" and self._observe(pod))
+        informer = Informer(
+            self._rest,
+            PODS,
+            namespace=self._namespace,
+            label_selector=JOB_NAME_LABEL,
+            watch_timeout=30,
+        )
+        informer.add_handler(self._on_pod_event)
         informer.start()
         self._stop.wait()
         informer.stop()
+
+    def _on_pod_event(self, kind: str, pod: dict[str, Any]) -> None:
+        if kind != "DELETED":
+            self._observe(pod)
 
     def _observe(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -147,14 +168,16 @@ class SimulatedKubelet:
     def _try_start(self, pod: dict[str, Any], outcome: PodOutcome) -> None:
         """Start the pod once every Secret it mounts exists, as a kubelet does (F9b)."""
         name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
-        missing = [secret for secret in secret_volumes(pod) if not self._secret_exists(namespace, secret)]
+        missing = [
+            secret for secret in secret_volumes(pod) if not self._secret_exists(namespace, secret)
+        ]
         if missing:
             self.waiting_for_secrets[name] = missing
             self._schedule(0.5, lambda: self._try_start(pod, outcome))
             return
         self.waiting_for_secrets.pop(name, None)
         self._set_running(pod)
-        self._schedule(outcome.run_seconds, lambda: self._set_terminated(pod, outcome.exit_code))
+        self._schedule(outcome.run_seconds, lambda: self._set_terminated(pod, outcome))
 
     def _secret_exists(self, namespace: str, name: str) -> bool:
         try:
@@ -199,7 +222,9 @@ class SimulatedKubelet:
 
     def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         meta = pod["metadata"]
-        self._rest.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
+        self._rest.patch(
+            PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status"
+        )
 
     def _set_running(self, pod: dict[str, Any]) -> None:
         now = _now()
@@ -216,25 +241,35 @@ class SimulatedKubelet:
             },
         )
 
-    def _set_terminated(self, pod: dict[str, Any], exit_code: int) -> None:
-        self._patch_status(pod, terminated_status(pod, exit_code))
+    def _set_terminated(self, pod: dict[str, Any], outcome: PodOutcome) -> None:
+        status = terminated_status(
+            pod, outcome.exit_code, reason=outcome.reason, message=outcome.message
+        )
+        self._patch_status(pod, status)
         self.handled += 1
 
 
-def terminated_status(pod: dict[str, Any], exit_code: int) -> dict[str, Any]:
-    """The pod ``status`` of a kubelet whose containers all exited with ``exit_code`` just now."""
+def terminated_status(
+    pod: dict[str, Any], exit_code: int, *, reason: str | None = None, message: str | None = None
+) -> dict[str, Any]:
+    """The pod ``status`` of a kubelet whose containers all exited with ``exit_code`` just now:
+    ``state.terminated`` with ``exitCode``, ``reason`` (``Completed`` for 0, else ``Error``,
+    unless given) and, when given, the termination ``message``."""
     now = _now()
-    terminated = {
+    terminated: dict[str, Any] = {
         "exitCode": exit_code,
-        "reason": "Completed" if exit_code == 0 else "Error",
+        "reason": reason or ("Completed" if exit_code == 0 else "Error"),
         "startedAt": now,
         "finishedAt": now,
     }
+    if message:
+        terminated["message"] = message
     return {
         "phase": "Succeeded" if exit_code == 0 else "Failed",
         "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
         "containerStatuses": [
-            _container_status(c, {"terminated": terminated}, ready=False) for c in pod["spec"]["containers"]
+            _container_status(c, {"terminated": terminated}, ready=False)
+            for c in pod["spec"]["containers"]
         ],
     }
 
@@ -248,7 +283,9 @@ def secret_volumes(pod: dict[str, Any]) -> list[str]:
     ]
 
 
-def _container_status(container: dict[str, Any], state: dict[str, Any], *, ready: bool) -> dict[str, Any]:
+def _container_status(
+    container: dict[str, Any], state: dict[str, Any], *, ready: bool
+) -> dict[str, Any]:
     return {
         "name": container["name"],
         "image": container.get("image") or "unknown",

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskfsm import constants as c
+from taskfsm.api import constants as c
 from taskfsm.testing.kubelet import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS
 
 
-def workflow(name: str, *, media_locations: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"apiVersion": c.API_VERSION, "kind": c.KIND_WORKFLOW, "metadata": {"name": name}, "spec": dict(spec)}
+def workflow(
+    name: str, *, media_locations: list[dict[str, Any]] | None = None, **spec: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_WORKFLOW,
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
     if media_locations is not None:
         body["spec"]["mediaLocations"] = media_locations
     return body
@@ -35,11 +42,16 @@ def function(
                 "backoffLimit": 0,
                 "template": {
                     "metadata": {
-                        "annotations": {ANNOTATION_EXIT_CODE: str(exit_code), ANNOTATION_RUN_SECONDS: str(run_seconds)}
+                        "annotations": {
+                            ANNOTATION_EXIT_CODE: str(exit_code),
+                            ANNOTATION_RUN_SECONDS: str(run_seconds),
+                        }
                     },
                     "spec": {
                         "restartPolicy": "Never",
-                        "containers": [{"name": "function", "image": f"example.invalid/{name}:latest"}],
+                        "containers": [
+                            {"name": "function", "image": f"example.invalid/{name}:latest"}
+                        ],
                     },
                 },
             }
@@ -55,10 +67,14 @@ def function(
     }
 
 
-def local_mpe(name: str, *, namespace: str | None = None, default: bool = False, cluster: bool = False) -> dict[str, Any]:
+def local_mpe(
+    name: str, *, namespace: str | None = None, default: bool = False, cluster: bool = False
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if default:
-        meta["annotations"] = {c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY: c.ANNOTATION_VALUE_TRUE}
+        meta["annotations"] = {
+            c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY: c.ANNOTATION_VALUE_TRUE
+        }
     local = {"namespace": namespace} if namespace else {}
     kind = c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY if cluster else c.KIND_MEDIA_PROCESSING_ENTITY
     return {"apiVersion": c.API_VERSION, "kind": kind, "metadata": meta, "spec": {"local": local}}
@@ -76,5 +92,13 @@ def task(
     if function_name:
         body["functionRef"] = {"kind": c.KIND_FUNCTION, "name": function_name}
     if mpe_name:
-        body["mediaProcessingEntityRef"] = {"kind": c.KIND_MEDIA_PROCESSING_ENTITY, "name": mpe_name}
-    return {"apiVersion": c.API_VERSION, "kind": c.KIND_TASK, "metadata": {"name": name}, "spec": body}
+        body["mediaProcessingEntityRef"] = {
+            "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
+            "name": mpe_name,
+        }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_TASK,
+        "metadata": {"name": name},
+        "spec": body,
+    }

@@ -10,11 +10,16 @@ T = TypeVar("T")
 
 
 def wait_for(
-    probe: Callable[[], T | None], *, timeout: float = 60.0, interval: float = 0.2, what: str = ""
+    probe: Callable[[], T | None],
+    *,
+    timeout: float = 60.0,
+    interval: float = 0.2,
+    what: str | Callable[[], str] = "",
 ) -> T:
     """Call ``probe`` until it returns something truthy; return that value.
 
-    Raises ``TimeoutError`` after ``timeout`` seconds, naming ``what`` and the last value seen.
+    Raises ``TimeoutError`` after ``timeout`` seconds, naming ``what`` and the last value seen;
+    ``what`` may be a callable, called only then, to describe the state that was not reached.
     Exceptions from ``probe`` propagate (a probe that may fail transiently should catch them).
     """
     deadline = time.monotonic() + timeout
@@ -24,5 +29,8 @@ def wait_for(
         if last:
             return last
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what or probe!r}; last: {last!r}")
+            described = what() if callable(what) else what
+            raise TimeoutError(
+                f"timed out after {timeout:.0f}s waiting for {described or probe!r}; last: {last!r}"
+            )
         time.sleep(interval)

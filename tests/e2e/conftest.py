@@ -13,16 +13,15 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from taskfsm.controller import Controller, Settings
-from taskfsm.crdgen import crd_documents
+from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.rest import Rest
-from taskfsm.metrics import Metrics
-from taskfsm.testing.cluster import Cluster
+from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.metrics import Metrics
 from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.testing.crds import install_crds
 from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.process import ControllerProcess
-
+from tests.support.cluster import Cluster
+from tests.support.process import ControllerProcess
 
 FAILED = pytest.StashKey[bool]()
 
@@ -52,14 +51,20 @@ def cluster(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Cl
 
 @pytest.fixture
 def start_controller(
-    control_plane: ControlPlane, namespace: str, crds: list[str], tmp_path: Path, request: pytest.FixtureRequest
+    control_plane: ControlPlane,
+    namespace: str,
+    crds: list[str],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Callable[..., ControllerProcess]]:
     """Start ``taskfsm run`` processes (default: the main cluster, the test's namespace, no
     leader election, fast watches); all are stopped after the test, and their log tails are
     printed when it failed."""
     started: list[ControllerProcess] = []
 
-    def start(*, wait_ready: bool = True, kubeconfig: str | Path | None = None, **options: Any) -> ControllerProcess:
+    def start(
+        *, wait_ready: bool = True, kubeconfig: str | Path | None = None, **options: Any
+    ) -> ControllerProcess:
         options.setdefault("namespace", namespace)
         options.setdefault("name", f"taskfsm-{len(started)}")
         args = list(options.pop("args", ()))
@@ -67,7 +72,9 @@ def start_controller(
             args += ["--watch-timeout=20", "--watch-read-margin=5"]
         if not any(a.startswith("--shutdown-timeout") for a in args):
             args += ["--shutdown-timeout=10"]
-        proc = ControllerProcess(kubeconfig or control_plane.kubeconfig, log_dir=tmp_path, args=args, **options)
+        proc = ControllerProcess(
+            kubeconfig or control_plane.kubeconfig, log_dir=tmp_path, args=args, **options
+        )
         started.append(proc)
         return proc.start(wait_ready=wait_ready)
 
@@ -101,12 +108,16 @@ class RequestCounter:
         with self._lock:
             self._counts[(verb, resource, code)] += 1
 
-    def count(self, verb: str | None = None, resource: str | None = None, code: int | None = None) -> int:
+    def count(
+        self, verb: str | None = None, resource: str | None = None, code: int | None = None
+    ) -> int:
         with self._lock:
             return sum(
                 n
                 for (v, r, c_), n in self._counts.items()
-                if (verb is None or v == verb) and (resource is None or r == resource) and (code is None or c_ == code)
+                if (verb is None or v == verb)
+                and (resource is None or r == resource)
+                and (code is None or c_ == code)
             )
 
     def writes(self) -> int:
@@ -122,7 +133,9 @@ def make_controller(
     ``rest_class`` swaps the Rest implementation, Settings fields may be overridden."""
     built: list[Controller] = []
 
-    def make(*, rest_class: type[Rest] = Rest, **overrides: Any) -> tuple[Controller, RequestCounter]:
+    def make(
+        *, rest_class: type[Rest] = Rest, **overrides: Any
+    ) -> tuple[Controller, RequestCounter]:
         metrics, counter = Metrics(), RequestCounter()
 
         def factory(api: client.ApiClient) -> Rest:

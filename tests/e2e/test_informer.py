@@ -15,8 +15,8 @@ from taskfsm.kube.informer import Informer
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import NAMESPACES, Resource, Rest
 from taskfsm.testing import objects
-from taskfsm.testing.proxy import ApiProxy
 from taskfsm.testing.waiting import wait_for
+from tests.support.proxy import ApiProxy
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 
@@ -52,13 +52,17 @@ def start(informer: Informer) -> tuple[Informer, Recorder]:
 
 def test_reconnects_resume_without_replaying_events(rest, namespace):
     """Watches that end resume from the last resourceVersion: every change arrives exactly once."""
-    informer, seen = start(Informer(rest, CONFIGMAPS, namespace=namespace, watch_timeout=2, read_margin=2))
+    informer, seen = start(
+        Informer(rest, CONFIGMAPS, namespace=namespace, watch_timeout=2, read_margin=2)
+    )
     try:
         for i in range(3):
             rest.create(CONFIGMAPS, namespace, configmap(f"c{i}"))
         rest.patch(CONFIGMAPS, namespace, "c0", {"data": {"k": "w"}})
         wait_for(lambda: informer.watches >= 4, timeout=20, what="several watch reconnects")
-        assert seen.events == Counter({("ADDED", "c0"): 1, ("ADDED", "c1"): 1, ("ADDED", "c2"): 1, ("MODIFIED", "c0"): 1})
+        assert seen.events == Counter(
+            {("ADDED", "c0"): 1, ("ADDED", "c1"): 1, ("ADDED", "c2"): 1, ("MODIFIED", "c0"): 1}
+        )
         assert informer.relists == 0
         assert informer.get(namespace, "c0")["data"] == {"k": "w"}
     finally:
@@ -72,7 +76,9 @@ def test_deletion_during_an_outage_is_delivered_after_it(control_plane, namespac
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
         proxied = Rest(kube_client.from_kubeconfig_dict(kubeconfig))
         rest.create(CONFIGMAPS, namespace, configmap("doomed"))
-        informer, seen = start(Informer(proxied, CONFIGMAPS, namespace=namespace, watch_timeout=20, max_backoff=2))
+        informer, seen = start(
+            Informer(proxied, CONFIGMAPS, namespace=namespace, watch_timeout=20, max_backoff=2)
+        )
         try:
             proxy.cut()
             wait_for(lambda: not informer.healthy, timeout=5, what="failure noticed")
@@ -80,14 +86,20 @@ def test_deletion_during_an_outage_is_delivered_after_it(control_plane, namespac
             time.sleep(1)
             assert informer.get(namespace, "doomed") is not None  # stale while cut
             proxy.restore()
-            wait_for(lambda: seen.events[("DELETED", "doomed")] == 1, timeout=10, what="DELETED delivered")
+            wait_for(
+                lambda: seen.events[("DELETED", "doomed")] == 1,
+                timeout=10,
+                what="DELETED delivered",
+            )
             assert informer.get(namespace, "doomed") is None
             assert informer.healthy
         finally:
             informer.stop()
 
 
-def test_expired_resource_version_relists_once_and_synthesises_deletes(control_plane, namespace, rest, crds):
+def test_expired_resource_version_relists_once_and_synthesises_deletes(
+    control_plane, namespace, rest, crds
+):
     """A 410 after an outage relists once, synthesises the missed DELETED and replays nothing else."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
@@ -95,7 +107,9 @@ def test_expired_resource_version_relists_once_and_synthesises_deletes(control_p
         proxied = Rest(kube_client.from_kubeconfig_dict(kubeconfig))
         rest.create(TASKS, namespace, objects.task("keep", workflow_name="wf"))
         rest.create(TASKS, namespace, objects.task("drop", workflow_name="wf"))
-        informer, seen = start(Informer(proxied, TASKS, namespace=namespace, watch_timeout=20, max_backoff=2))
+        informer, seen = start(
+            Informer(proxied, TASKS, namespace=namespace, watch_timeout=20, max_backoff=2)
+        )
         try:
             proxy.cut()
             wait_for(lambda: not informer.healthy, timeout=5, what="failure noticed")
@@ -105,13 +119,19 @@ def test_expired_resource_version_relists_once_and_synthesises_deletes(control_p
             since, watches = time.monotonic(), informer.watches
             time.sleep(2)
             assert informer.watches == watches  # nothing gets through while cut ...
-            assert proxy.accepted_since(since) <= 12  # ... and retries back off (≤ 3 tries of ≤ 4 connects)
+            assert (
+                proxy.accepted_since(since) <= 12
+            )  # ... and retries back off (≤ 3 tries of ≤ 4 connects)
             before = Counter(seen.events)
             proxy.restore()
-            wait_for(lambda: informer.relists == 1 and informer.healthy, timeout=10, what="one relist")
+            wait_for(
+                lambda: informer.relists == 1 and informer.healthy, timeout=10, what="one relist"
+            )
             assert seen.events - before == Counter({("DELETED", "drop"): 1})
             rest.create(TASKS, namespace, objects.task("after", workflow_name="wf"))
-            wait_for(lambda: seen.events[("ADDED", "after")] == 1, timeout=10, what="watching again")
+            wait_for(
+                lambda: seen.events[("ADDED", "after")] == 1, timeout=10, what="watching again"
+            )
             assert informer.relists == 1
         finally:
             informer.stop()
@@ -147,11 +167,17 @@ def test_the_first_list_is_paged_and_caches_every_object(rest, namespace):
     informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=3))  # type: ignore[arg-type]
     try:
         assert spy.pages == [(3, False), (3, True), (3, True)]
-        assert sorted(o["metadata"]["name"] for o in informer.list()) == [f"cm-{i}" for i in range(7)]
+        assert sorted(o["metadata"]["name"] for o in informer.list()) == [
+            f"cm-{i}" for i in range(7)
+        ]
         assert all(not o["metadata"].get("managedFields") for o in informer.list())
         assert seen.events == Counter({("ADDED", f"cm-{i}"): 1 for i in range(7)})
         rest.create(CONFIGMAPS, namespace, configmap("cm-late"))
-        wait_for(lambda: seen.events[("ADDED", "cm-late")] == 1, timeout=10, what="the watch after the paged list")
+        wait_for(
+            lambda: seen.events[("ADDED", "cm-late")] == 1,
+            timeout=10,
+            what="the watch after the paged list",
+        )
         assert len(spy.pages) == 3, "no relist: the watch resumed from the list's resourceVersion"
     finally:
         informer.stop()
@@ -166,7 +192,9 @@ def test_an_expired_snapshot_between_pages_lists_again_unpaged(rest, namespace):
     informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=2))  # type: ignore[arg-type]
     try:
         assert spy.pages == [(2, False), (2, True), (None, False)]
-        assert sorted(o["metadata"]["name"] for o in informer.list()) == [f"cm-{i}" for i in range(5)]
+        assert sorted(o["metadata"]["name"] for o in informer.list()) == [
+            f"cm-{i}" for i in range(5)
+        ]
         assert seen.events == Counter({("ADDED", f"cm-{i}"): 1 for i in range(5)})
         assert informer.failures == 0
     finally:

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from taskfsm.testing import objects
-from taskfsm.testing.cluster import write_kubeconfig
-from taskfsm.testing.proxy import ApiProxy
 from taskfsm.testing.waiting import wait_for
+from tests.support.cluster import write_kubeconfig
+from tests.support.proxy import ApiProxy
 
 EXPECTED_SERIES = (
     "controller_runtime_reconcile_total",
@@ -32,19 +32,32 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
     cluster.create(objects.function("ok", run_seconds=0))
     cluster.create(objects.function("bad", exit_code=2))
     cluster.create(objects.local_mpe("local"))
-    for name, fn in (("good", "ok"), ("broken", "bad")):  # own Workflows: a failure ends its Workflow
+    for name, fn in (
+        ("good", "ok"),
+        ("broken", "bad"),
+    ):  # own Workflows: a failure ends its Workflow
         cluster.create(objects.workflow(f"wf-{name}"))
-        cluster.create(objects.task(name, workflow_name=f"wf-{name}", function_name=fn, mpe_name="local"))
-    wait_for(lambda: cluster.phase("good") == "Succeeded" and cluster.phase("broken") == "Failed", timeout=60, what="done")
+        cluster.create(
+            objects.task(name, workflow_name=f"wf-{name}", function_name=fn, mpe_name="local")
+        )
+    wait_for(
+        lambda: cluster.phase("good") == "Succeeded" and cluster.phase("broken") == "Failed",
+        timeout=60,
+        what="done",
+    )
 
-    wait_for(lambda: proc.metric("taskfsm_tasks", phase="Succeeded") == 1, timeout=10, what="phase gauge")
+    wait_for(
+        lambda: proc.metric("taskfsm_tasks", phase="Succeeded") == 1, timeout=10, what="phase gauge"
+    )
     names = {name for name, _ in proc.samples()}
     assert [s for s in EXPECTED_SERIES if s not in names] == []
     assert proc.metric("controller_runtime_reconcile_total", controller="task") >= 4
     assert proc.metric("controller_runtime_reconcile_time_seconds_count", controller="task") >= 4
     assert proc.metric("workqueue_adds_total", name="task") >= 2
     assert proc.metric("workqueue_depth", name="task") == 0
-    assert proc.metric("rest_client_requests_total", code="201", method="POST") >= 4  # 2 Jobs + 2 Secrets
+    assert (
+        proc.metric("rest_client_requests_total", code="201", method="POST") >= 4
+    )  # 2 Jobs + 2 Secrets
     assert proc.metric("rest_client_requests_total", method="GET") >= 1
     assert proc.metric("leader_election_master_status") == 1  # no election: this replica works
     assert proc.metric("taskfsm_tasks", phase="Failed") == 1
@@ -55,7 +68,9 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
     assert proc.probe("/readyz") == (200, "ok\n")
 
 
-def test_readyz_follows_cache_sync_and_watch_health(control_plane, cluster, start_controller, tmp_path):
+def test_readyz_follows_cache_sync_and_watch_health(
+    control_plane, cluster, start_controller, tmp_path
+):
     """/readyz is 503 until the caches sync and while watches are broken, else 200; /healthz stays 200."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
@@ -63,7 +78,9 @@ def test_readyz_follows_cache_sync_and_watch_health(control_plane, cluster, star
         path = write_kubeconfig(tmp_path / "via-proxy.kubeconfig", kubeconfig)
         proxy.cut()
         proc = start_controller(kubeconfig=path, wait_ready=False)
-        wait_for(lambda: proc.probe("/healthz")[0] == 200, timeout=30, what="process serving probes")
+        wait_for(
+            lambda: proc.probe("/healthz")[0] == 200, timeout=30, what="process serving probes"
+        )
         code, body = proc.probe("/readyz")
         assert (code, body.strip()) == (503, "caches not synced")
 
@@ -71,7 +88,9 @@ def test_readyz_follows_cache_sync_and_watch_health(control_plane, cluster, star
         wait_for(lambda: proc.probe("/readyz")[0] == 200, timeout=30, what="ready after sync")
 
         proxy.cut()
-        code, body = wait_for(lambda: (r := proc.probe("/readyz"))[0] == 503 and r, timeout=10, what="not ready")
+        code, body = wait_for(
+            lambda: (r := proc.probe("/readyz"))[0] == 503 and r, timeout=10, what="not ready"
+        )
         assert body.startswith("watches failing")
         assert proc.probe("/healthz")[0] == 200
         assert proc.metric("taskfsm_watch_healthy", resource="tasks") == 0

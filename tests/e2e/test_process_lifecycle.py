@@ -8,13 +8,13 @@ import copy
 
 import yaml
 
-from taskfsm import constants as c
-from taskfsm.demo import EXPECTED, SAMPLES
+from taskfsm.api import constants as c
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
 from taskfsm.testing import objects
-from taskfsm.testing.cluster import job_audit, kubeconfig_secret, remote_mpe
 from taskfsm.testing.waiting import wait_for
+from taskfsm.tools.demo import EXPECTED, SAMPLES
+from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
 
 
 def load_samples() -> list[dict]:
@@ -27,7 +27,11 @@ def test_sample_tasks_reach_their_phases_with_real_jobs(cluster, kubelet, start_
     docs = load_samples()
     for doc in docs:
         cluster.create(copy.deepcopy(doc))
-    expected = {d["metadata"]["name"]: d["metadata"]["annotations"][EXPECTED] for d in docs if d["kind"] == c.KIND_TASK}
+    expected = {
+        d["metadata"]["name"]: d["metadata"]["annotations"][EXPECTED]
+        for d in docs
+        if d["kind"] == c.KIND_TASK
+    }
     assert set(expected.values()) == {"Succeeded", "Failed"}
 
     def phases() -> dict[str, str]:
@@ -40,7 +44,9 @@ def test_sample_tasks_reach_their_phases_with_real_jobs(cluster, kubelet, start_
         conditions = {x["type"]: x["status"] for x in cluster.task(name)["status"]["conditions"]}
         assert conditions["Complete" if phase == "Succeeded" else "Failed"] == "True"
     assert proc.running
-    secret_values = [v for d in docs if d["kind"] == "Secret" for v in (d.get("stringData") or {}).values()]
+    secret_values = [
+        v for d in docs if d["kind"] == "Secret" for v in (d.get("stringData") or {}).values()
+    ]
     assert secret_values
     log = proc.log_text()
     assert [v for v in secret_values if v in log] == []
@@ -52,7 +58,9 @@ def test_deleting_a_task_deletes_its_job_and_secret(cluster, kubelet, start_cont
     cluster.create(objects.workflow("wf"))
     cluster.create(objects.function("long", run_seconds=600))
     cluster.create(objects.local_mpe("local"))
-    cluster.create(objects.task("doomed", workflow_name="wf", function_name="long", mpe_name="local"))
+    cluster.create(
+        objects.task("doomed", workflow_name="wf", function_name="long", mpe_name="local")
+    )
     wait_for(lambda: cluster.phase("doomed") == "Running", timeout=30, what="Running")
     job = cluster.task("doomed")["status"]["jobRef"]["name"]
     assert [j["metadata"]["name"] for j in cluster.jobs()] == [job]
@@ -67,11 +75,15 @@ def test_deleting_a_task_deletes_its_job_and_secret(cluster, kubelet, start_cont
     wait_for(gone, timeout=60, what="Task, Job and Secret gone")
 
 
-def test_remote_mpe_runs_the_job_in_the_second_api_server(cluster, kubelet, start_controller, remote_namespace, namespace):
+def test_remote_mpe_runs_the_job_in_the_second_api_server(
+    cluster, kubelet, start_controller, remote_namespace, namespace
+):
     """A remote-MPE Task succeeds with its Job and Secret in the second cluster's context namespace."""
     remote, remote_ns = remote_namespace
     proc = start_controller()
-    cluster.create(kubeconfig_secret("edge-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns)))
+    cluster.create(
+        kubeconfig_secret("edge-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
+    )
     cluster.create(remote_mpe("edge", "edge-kubeconfig"))
     cluster.create(objects.workflow("wf"))
     cluster.create(objects.function("fn", run_seconds=1))

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from taskfsm import constants as c
+from taskfsm.api import constants as c
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import JOBS, LEASES, Rest
 from taskfsm.testing import objects
-from taskfsm.testing.cluster import kubeconfig_secret, remote_mpe
-from taskfsm.testing.proxy import ApiProxy
 from taskfsm.testing.waiting import wait_for
+from tests.support.cluster import kubeconfig_secret, remote_mpe
+from tests.support.proxy import ApiProxy
 
 
 class GatedRest(Rest):
@@ -45,13 +45,19 @@ def setup_objects(cluster) -> None:
         cluster.create(objects.workflow(f"wf-{name}"))
 
 
-def test_stop_finishes_the_reconcile_in_flight_and_takes_no_new_work(cluster, kubelet, make_controller, gated):
+def test_stop_finishes_the_reconcile_in_flight_and_takes_no_new_work(
+    cluster, kubelet, make_controller, gated
+):
     """stop() lets the reconcile in flight finish and never starts the Task queued behind it."""
-    ctl, requests = make_controller(rest_class=gated, workers=1, shutdown_timeout=30)
+    ctl, _requests = make_controller(rest_class=gated, workers=1, shutdown_timeout=30)
     setup_objects(cluster)
-    cluster.create(objects.task("first", workflow_name="wf-first", function_name="fn", mpe_name="local"))
+    cluster.create(
+        objects.task("first", workflow_name="wf-first", function_name="fn", mpe_name="local")
+    )
     assert gated.entered.wait(30)
-    cluster.create(objects.task("second", workflow_name="wf-second", function_name="fn", mpe_name="local"))
+    cluster.create(
+        objects.task("second", workflow_name="wf-second", function_name="fn", mpe_name="local")
+    )
     wait_for(lambda: len(ctl.queue) >= 1, timeout=10, what="second queued behind first")
 
     stopper = threading.Thread(target=ctl.stop)
@@ -71,11 +77,15 @@ def test_stop_finishes_the_reconcile_in_flight_and_takes_no_new_work(cluster, ku
     assert c.FINALIZER_TASK_PROTECTION not in (second["metadata"].get("finalizers") or [])
 
 
-def test_stop_abandons_a_reconcile_that_outlives_the_timeout(cluster, kubelet, make_controller, gated):
+def test_stop_abandons_a_reconcile_that_outlives_the_timeout(
+    cluster, kubelet, make_controller, gated
+):
     """stop() abandons a reconcile still blocked when the shutdown timeout ends."""
     ctl, _ = make_controller(rest_class=gated, workers=1, shutdown_timeout=2)
     setup_objects(cluster)
-    cluster.create(objects.task("first", workflow_name="wf-first", function_name="fn", mpe_name="local"))
+    cluster.create(
+        objects.task("first", workflow_name="wf-first", function_name="fn", mpe_name="local")
+    )
     assert gated.entered.wait(30)
     stopper = threading.Thread(target=ctl.stop)
     stopper.start()
@@ -95,11 +105,14 @@ def test_sigterm_releases_the_lease_and_exits_zero(cluster, kubelet, start_contr
     lease = cluster.rest.get(LEASES, namespace, "taskfsm-task-controller")
     assert not lease["spec"].get("holderIdentity")
     log = proc.log_text()
-    assert "stopping" in log and "controller stopped" in log
+    assert "stopping" in log
+    assert "controller stopped" in log
     assert "Traceback" not in log
 
 
-def test_sigterm_does_not_wait_for_an_unreachable_mpe_cluster(cluster, start_controller, control_plane, namespace):
+def test_sigterm_does_not_wait_for_an_unreachable_mpe_cluster(
+    cluster, start_controller, control_plane, namespace
+):
     """SIGTERM cuts short an MPE reconcile waiting for an unreachable cluster and exits 0 promptly."""
     with ApiProxy(control_plane.server) as proxy:
         proxy.cut()

@@ -6,11 +6,12 @@ real Job controller, not taskfsm, the bottleneck of a suite that runs hundreds o
 API server restart test must not disturb the session's shared control plane.
 
 Every test runs the controller as a separate process (what is deployed) and ends by checking the
-lifecycle invariants of :mod:`taskfsm.testing.chaos`.
+lifecycle invariants of :mod:`tests.support.chaos`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,11 +20,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from taskfsm.crdgen import crd_documents
-from taskfsm.testing.chaos import FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
+from taskfsm.api.crdgen import crd_documents
 from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.testing.crds import install_crds
 from taskfsm.testing.kubelet import SimulatedKubelet
+from tests.support.chaos import FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
 
 FAULTS_KCM_ARGS = ("--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=20")
 
@@ -60,14 +61,14 @@ def faults_namespace(faults_api: client.ApiClient, request: pytest.FixtureReques
     core = client.CoreV1Api(faults_api)
     core.create_namespace({"metadata": {"name": name}})
     yield name
-    try:
+    with contextlib.suppress(Exception):
         core.delete_namespace(name, propagation_policy="Background")
-    except Exception:  # noqa: BLE001 - best effort; the plane goes at the end of the session
-        pass
 
 
 @pytest.fixture
-def faults_kubelet(faults_api: client.ApiClient, faults_namespace: str) -> Iterator[SimulatedKubelet]:
+def faults_kubelet(
+    faults_api: client.ApiClient, faults_namespace: str
+) -> Iterator[SimulatedKubelet]:
     with SimulatedKubelet(faults_api, namespace=faults_namespace) as sim:
         yield sim
 
@@ -85,17 +86,25 @@ def ledger(faults_api: client.ApiClient, faults_namespace: str) -> Iterator[Chil
 
 @pytest.fixture
 def controller_process(
-    faults_plane: ControlPlane, faults_namespace: str, tmp_path: Path, request: pytest.FixtureRequest
+    faults_plane: ControlPlane,
+    faults_namespace: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Callable[..., CrashableController]]:
     """Build (not start) crashable ``taskfsm run`` processes for the test namespace; all are
     stopped after the test and their log tails printed when it failed."""
     built: list[CrashableController] = []
 
-    def make(*, kubeconfig: str | Path | None = None, args: tuple[str, ...] = (), **options: Any) -> CrashableController:
+    def make(
+        *, kubeconfig: str | Path | None = None, args: tuple[str, ...] = (), **options: Any
+    ) -> CrashableController:
         options.setdefault("namespace", faults_namespace)
         options.setdefault("name", f"taskfsm-{len(built)}")
         proc = CrashableController(
-            kubeconfig or faults_plane.kubeconfig, log_dir=tmp_path, args=[*FAST_WATCH_ARGS, *args], **options
+            kubeconfig or faults_plane.kubeconfig,
+            log_dir=tmp_path,
+            args=[*FAST_WATCH_ARGS, *args],
+            **options,
         )
         built.append(proc)
         return proc

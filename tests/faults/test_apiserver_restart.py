@@ -8,14 +8,19 @@ from taskfsm.kube.rest import NAMESPACES, Rest
 from taskfsm.testing.waiting import wait_for
 
 
-def test_restart_apiserver_keeps_objects_port_and_certificate(faults_plane, faults_api, faults_namespace):
+def test_restart_apiserver_keeps_objects_port_and_certificate(
+    faults_plane, faults_api, faults_namespace
+):
     """The helper itself: same URL, same CA, objects kept (etcd stays up)."""
     server, ca = faults_plane.server, faults_plane.ca_file.read_bytes()
     faults_plane.restart_apiserver(kill=True, down_seconds=0.5)
     assert faults_plane.server == server
     assert faults_plane.ca_file.read_bytes() == ca
     with faults_plane.api_client() as fresh:
-        assert Rest(fresh).get(NAMESPACES, None, faults_namespace)["metadata"]["name"] == faults_namespace
+        assert (
+            Rest(fresh).get(NAMESPACES, None, faults_namespace)["metadata"]["name"]
+            == faults_namespace
+        )
 
 
 def test_controller_finishes_every_task_across_an_apiserver_restart(

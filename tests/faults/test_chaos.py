@@ -1,7 +1,10 @@
-"""Randomised chaos (issue 8): 240 Tasks while the controller is SIGKILLed at random moments,
-crashes right after random API writes, and its API connection is cut, stalled and restored;
-some Tasks are deleted while in flight. Afterwards every invariant of
-:class:`taskfsm.testing.chaos.Fleet` holds for every Task, and deleting them all completes.
+"""Randomised chaos (issues 8 and 12): 300 Tasks while the controller is SIGKILLed at random
+moments, crashes right after random API writes, and its API connection is cut, stalled and
+restored; some Tasks are deleted while in flight, and while the controller is down or cut off
+some Tasks are removed outright (finalizers stripped) and some Jobs too. Afterwards every
+invariant of :class:`tests.support.chaos.Fleet` holds for every Task (one Job ever per Task
+UID, no task-labelled Job or Secret without its Task, JobLost only where a Job was removed),
+and deleting them all completes.
 
 Bounded: a seeded schedule of ``STEPS`` steps (Task batches, faults, short pauses), at most
 ``MAX_KILLS`` kills and ``MAX_CUTS`` connection faults, fixed convergence timeouts. The summary
@@ -16,15 +19,15 @@ import random
 import threading
 import time
 
-from taskfsm.testing.chaos import CRASH_ENV, kubeconfig_via, summary_line
-from taskfsm.testing.proxy import ApiProxy
+from tests.support.chaos import CRASH_ENV, kubeconfig_via, summary_line
+from tests.support.proxy import ApiProxy
 
 SEED = int(os.environ.get("TASKFSM_CHAOS_SEED", "20261130"))
 """Fixed, so a failure replays the same schedule; override to explore other schedules."""
-TASKS = 240
-STEPS = 40
-MAX_KILLS = 8
-MAX_CUTS = 10
+TASKS = 300
+STEPS = 50
+MAX_KILLS = 10
+MAX_CUTS = 12
 
 #: Writes a crashing life may stop after (``#n`` is drawn per life).
 CRASHABLE_WRITES = (
@@ -38,11 +41,38 @@ CRASHABLE_WRITES = (
 )
 
 
-def test_chaos_keeps_every_invariant(faults_plane, fleet, ledger, faults_kubelet, controller_process, tmp_path):
+def test_chaos_keeps_every_invariant(
+    faults_plane, fleet, ledger, faults_kubelet, controller_process, tmp_path
+):
     rng = random.Random(SEED)
-    figures = {"tasks": 0, "kills": 0, "crashes": 0, "cuts": 0, "stalls": 0, "deleted_in_flight": 0}
+    figures = {
+        "tasks": 0,
+        "kills": 0,
+        "crashes": 0,
+        "cuts": 0,
+        "stalls": 0,
+        "deleted_in_flight": 0,
+        "tasks_removed_outright": 0,
+        "jobs_removed_outright": 0,
+    }
+
+    def outright(where: str) -> None:
+        """While the controller is down or cut off: remove a Task or a Job for good."""
+        kept = sorted(
+            n for n, e in fleet.expectations.items() if not e.deleted and not e.job_removed
+        )
+        if not kept:
+            return
+        if rng.random() < 0.5:
+            fleet.remove_outright(rng.choice(kept))
+            figures["tasks_removed_outright"] += 1
+        elif fleet.remove_job_outright(rng.choice(kept)):
+            figures["jobs_removed_outright"] += 1
+
     with ApiProxy(faults_plane.server) as proxy:
-        proc = controller_process(kubeconfig=kubeconfig_via(faults_plane, proxy.url, tmp_path / "via-proxy"))
+        proc = controller_process(
+            kubeconfig=kubeconfig_via(faults_plane, proxy.url, tmp_path / "via-proxy")
+        )
         proc.start()
         crash_armed = False
         heal: list[threading.Timer] = []
@@ -67,6 +97,8 @@ def test_chaos_keeps_every_invariant(faults_plane, fleet, ledger, faults_kubelet
             if roll < 0.2 and figures["kills"] < MAX_KILLS:
                 proc.kill()
                 figures["kills"] += 1
+                if rng.random() < 0.6:
+                    outright("downtime")
                 time.sleep(rng.uniform(0.0, 1.0))
                 restart(arm=rng.random() < 0.5)
             elif roll < 0.45 and figures["cuts"] + figures["stalls"] < MAX_CUTS:
@@ -76,11 +108,15 @@ def test_chaos_keeps_every_invariant(faults_plane, fleet, ledger, faults_kubelet
                 else:
                     proxy.stall()
                     figures["stalls"] += 1
+                if rng.random() < 0.6:
+                    outright("cut")
                 timer = threading.Timer(rng.uniform(0.5, 3.0), proxy.restore)
                 timer.start()
                 heal.append(timer)
             if rng.random() < 0.3 and step > 1:
-                for name in rng.sample(sorted(n for n, e in fleet.expectations.items() if not e.deleted), 2):
+                for name in rng.sample(
+                    sorted(n for n, e in fleet.expectations.items() if not e.deleted), 2
+                ):
                     fleet.delete(name)
                     figures["deleted_in_flight"] += 1
             time.sleep(rng.uniform(0.2, 1.2))

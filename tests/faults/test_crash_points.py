@@ -1,10 +1,10 @@
 """Crash points: the controller dies right after each API write of a Task's life, and a restart
 finishes the work with nothing lost and nothing duplicated (issue 8).
 
-Each case runs ``taskfsm run`` with ``TASKFSM_CRASH_AFTER`` naming one write (``taskfsm.kube.faults``
+Each case runs ``taskfsm run`` with ``TASKFSM_CRASH_AFTER`` naming one write (``tests.support.crashpoints``
 exits 137 right after it succeeded), drives a succeeding and a failing Task (each in its own
 Workflow) through creation, their terminal phase and deletion, waits for the crash, restarts the
-process without the variable and checks the invariants of :class:`taskfsm.testing.chaos.Fleet`:
+process without the variable and checks the invariants of :class:`tests.support.chaos.Fleet`:
 exactly one Job per Task over its whole life, its Secret owned by it, the right terminal phase,
 deletion completes, no finalizer left behind.
 
@@ -26,10 +26,17 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
-from taskfsm.testing.chaos import CRASH_ENV, CRASH_EXIT, FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
 from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.faults import RequestLog, rest_factory
 from taskfsm.testing.waiting import wait_for
+from tests.support.chaos import (
+    CRASH_ENV,
+    CRASH_EXIT,
+    FAST_WATCH_ARGS,
+    ChildLedger,
+    CrashableController,
+    Fleet,
+)
+from tests.support.faults import RequestLog, rest_factory
 
 #: ``<verb> <resource>[#n]``: n counts that kind of write in the crashing life (two Tasks).
 CRASH_POINTS = (
@@ -63,7 +70,9 @@ LIFECYCLE_WRITES = {
 VERBS = {"patch": "PATCH", "create": "POST", "delete": "DELETE", "update": "PUT"}
 
 
-def run_lifecycle_with_crash(fleet: Fleet, ledger: ChildLedger, proc: CrashableController, crash: str) -> list[str]:
+def run_lifecycle_with_crash(
+    fleet: Fleet, ledger: ChildLedger, proc: CrashableController, crash: str
+) -> list[str]:
     """One crash case; returns its problems (empty: every invariant held)."""
     proc.start(env={CRASH_ENV: crash}, timeout=90)
     fleet.add("good")
@@ -72,10 +81,18 @@ def run_lifecycle_with_crash(fleet: Fleet, ledger: ChildLedger, proc: CrashableC
     def crashed_or(done) -> bool:
         return not proc.running or done()
 
-    wait_for(lambda: crashed_or(fleet.settled), timeout=90, what=f"crash at {crash!r} or both Tasks terminal")
+    wait_for(
+        lambda: crashed_or(fleet.settled),
+        timeout=90,
+        what=f"crash at {crash!r} or both Tasks terminal",
+    )
     if proc.running:  # the crash point lies in the deletion
         fleet.delete_all()
-        wait_for(lambda: crashed_or(fleet.settled), timeout=90, what=f"crash at {crash!r} or both Tasks gone")
+        wait_for(
+            lambda: crashed_or(fleet.settled),
+            timeout=90,
+            what=f"crash at {crash!r} or both Tasks gone",
+        )
     code = proc.wait_exit(10)
     if code != CRASH_EXIT:
         return [f"the controller did not crash at {crash!r} (exit {code})"]
@@ -118,19 +135,29 @@ def crash_results(faults_plane, tmp_path_factory) -> Iterator[dict[str, CaseResu
         namespaces.append(namespace)
         core.create_namespace({"metadata": {"name": namespace}})
         proc = CrashableController(
-            faults_plane.kubeconfig, namespace=namespace, log_dir=log_dir, name=f"crash-{index}", args=list(FAST_WATCH_ARGS)
+            faults_plane.kubeconfig,
+            namespace=namespace,
+            log_dir=log_dir,
+            name=f"crash-{index}",
+            args=list(FAST_WATCH_ARGS),
         )
         try:
-            with SimulatedKubelet(api_client, namespace=namespace), ChildLedger(api_client, namespace) as ledger:
+            with (
+                SimulatedKubelet(api_client, namespace=namespace),
+                ChildLedger(api_client, namespace) as ledger,
+            ):
                 fleet = Fleet(api_client, namespace).setup()
                 problems = run_lifecycle_with_crash(fleet, ledger, proc, crash)
-        except Exception as exc:  # noqa: BLE001 - reported by the case's own test
+        except Exception as exc:
             problems = [f"{type(exc).__name__}: {exc}"]
         finally:
             proc.ensure_stopped()
         results[crash] = CaseResult(problems, proc.tail(80), time.monotonic() - started)
 
-    threads = [threading.Thread(target=run, args=(i, crash), daemon=True) for i, crash in enumerate(CRASH_POINTS)]
+    threads = [
+        threading.Thread(target=run, args=(i, crash), daemon=True)
+        for i, crash in enumerate(CRASH_POINTS)
+    ]
     for thread in threads:
         thread.start()
         time.sleep(0.3)  # stagger the interpreter start-ups a little
@@ -156,10 +183,12 @@ def test_restart_after_crash_point(crash_results, crash):
 def test_crash_points_cover_every_write(faults_api, faults_namespace, fleet, faults_kubelet):
     """Every kind of write an (in-process) controller makes over a succeeding and a failing
     Task's life, deletion included, has a crash point above."""
-    from taskfsm.controller import Controller, Settings
+    from taskfsm.manager.controller import Controller, Settings
 
     log = RequestLog()
-    settings = Settings(namespace=faults_namespace, metrics_address=None, health_address=None, shutdown_timeout=5)
+    settings = Settings(
+        namespace=faults_namespace, metrics_address=None, health_address=None, shutdown_timeout=5
+    )
     ctl = Controller(faults_api, settings, rest_factory=rest_factory(log)).start()
     try:
         fleet.add("good")
@@ -170,8 +199,16 @@ def test_crash_points_cover_every_write(faults_api, faults_namespace, fleet, fau
         wait_for(fleet.settled, timeout=60, what="both Tasks gone")
     finally:
         ctl.stop()
-    seen = {(r.verb, r.resource) for r in log.writes(events=False) + log.writes(events=True) if r.code == 200}
-    seen = {w for w in seen if w[1] not in ("mediaprocessingentities", "mediaprocessingentities/status")}
+    seen = {
+        (r.verb, r.resource)
+        for r in log.writes(events=False) + log.writes(events=True)
+        if r.code == 200
+    }
+    seen = {
+        w for w in seen if w[1] not in ("mediaprocessingentities", "mediaprocessingentities/status")
+    }
     covered = {(VERBS[p.split()[0]], p.split()[1].split("#")[0]) for p in CRASH_POINTS}
-    assert seen <= LIFECYCLE_WRITES, f"writes without a crash point: {sorted(seen - LIFECYCLE_WRITES)}"
+    assert seen <= LIFECYCLE_WRITES, (
+        f"writes without a crash point: {sorted(seen - LIFECYCLE_WRITES)}"
+    )
     assert seen <= covered, f"writes without a crash point: {sorted(seen - covered)}"

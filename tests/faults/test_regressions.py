@@ -1,7 +1,7 @@
 """Regression tests for what the fault suite found, each reduced to a deterministic input.
 
 Each runs an in-process controller on the fault suite's control plane with a Rest that can
-fail chosen requests (:mod:`taskfsm.testing.faults`) and hold the Job watch, so the exact
+fail chosen requests (:mod:`tests.support.faults`) and hold the Job watch, so the exact
 interleaving the chaos run hit happens every time.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from taskfsm.controller import Controller, Settings
-from taskfsm.testing.faults import Fault, Faults, FaultyRest, RequestLog
+from taskfsm.manager.controller import Controller, Settings
 from taskfsm.testing.waiting import wait_for
+from tests.support.faults import Fault, Faults, FaultyRest, RequestLog
 
 HOLD_LIMIT = 30.0
 """Seconds a held watch request waits at most (the test releases it much sooner)."""
@@ -39,19 +39,29 @@ class HoldableRest(FaultyRest):
         return super().request(method, res, path, **kwargs)
 
 
-def held(api: Any, namespace: str, hold: threading.Event, faults: Faults | None = None, **settings: Any) -> Controller:
+def held(
+    api: Any, namespace: str, hold: threading.Event, faults: Faults | None = None, **settings: Any
+) -> Controller:
     """A started in-process Controller whose every Rest is a HoldableRest on ``hold``."""
     log, faults = RequestLog(), faults or Faults()
 
     def factory(api: Any) -> HoldableRest:
         return HoldableRest(api, log=log, faults=faults, hold=hold)
 
-    options = {"namespace": namespace, "metrics_address": None, "health_address": None, "shutdown_timeout": 5, "watch_timeout": 15}
+    options = {
+        "namespace": namespace,
+        "metrics_address": None,
+        "health_address": None,
+        "shutdown_timeout": 5,
+        "watch_timeout": 15,
+    }
     return Controller(api, Settings(**{**options, **settings}), rest_factory=factory).start()
 
 
 @pytest.fixture
-def held_controller(faults_api, faults_namespace) -> Iterator[tuple[Controller, Faults, threading.Event]]:
+def held_controller(
+    faults_api, faults_namespace
+) -> Iterator[tuple[Controller, Faults, threading.Event]]:
     faults, hold = Faults(), threading.Event()
     ctl = held(faults_api, faults_namespace, hold, faults)
     try:
@@ -61,14 +71,20 @@ def held_controller(faults_api, faults_namespace) -> Iterator[tuple[Controller, 
         ctl.stop()
 
 
-def test_deleting_task_finds_a_job_the_cache_has_not_seen(fleet, ledger, faults_kubelet, held_controller):
+def test_deleting_task_finds_a_job_the_cache_has_not_seen(
+    fleet, ledger, faults_kubelet, held_controller
+):
     """Chaos run, seed 20261130: a Task deleted while its Job's creation had reached the API
     server but not the controller (the POST's answer was lost to a cut connection, and the Job
     watch was behind) lost its finalizer at once, leaving the Job behind for ever with its
     ``job-protection`` finalizer. A deleting Task must look its Job up in the cluster when the
     cache does not show one, and clean it up before the Task goes."""
     ctl, faults, hold = held_controller
-    wait_for(lambda: any(cl.ready for cl in ctl.registry.clusters()), timeout=30, what="MPE Job watch synced")
+    wait_for(
+        lambda: any(cl.ready for cl in ctl.registry.clusters()),
+        timeout=30,
+        what="MPE Job watch synced",
+    )
     hold.set()
     for cluster in ctl.registry.clusters():
         cluster.jobs.reconnect()  # the next Job watch waits on `hold`: the Job cache is frozen
@@ -76,7 +92,9 @@ def test_deleting_task_finds_a_job_the_cache_has_not_seen(fleet, ledger, faults_
     unreachable = faults.add(Fault("POST", "jobs", times=1000))  # and the retries fail
 
     fleet.add("orphan")
-    wait_for(lambda: fleet.children()[0].get("orphan"), timeout=30, what="the Job reached the API server")
+    wait_for(
+        lambda: fleet.children()[0].get("orphan"), timeout=30, what="the Job reached the API server"
+    )
     fleet.delete("orphan")
     time.sleep(2)  # the deleting Task is reconciled while the cache still shows no Job
     unreachable.times = 0
@@ -86,12 +104,15 @@ def test_deleting_task_finds_a_job_the_cache_has_not_seen(fleet, ledger, faults_
 
 # -- bad input (test_bad_input.py) ----------------------------------------------------------------
 
-from taskfsm.actions import jobs  # noqa: E402
+from taskfsm.build import jobs  # noqa: E402
 from taskfsm.testing import objects  # noqa: E402
 
 
 def _task(**spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "t", "namespace": "ns", "uid": "uid-1"}, "spec": {"workflowRef": {"name": "w"}, **spec}}
+    return {
+        "metadata": {"name": "t", "namespace": "ns", "uid": "uid-1"},
+        "spec": {"workflowRef": {"name": "w"}, **spec},
+    }
 
 
 def test_function_template_of_the_wrong_shape_is_a_clear_error():
@@ -114,7 +135,11 @@ def test_template_patch_errors_name_the_object_they_come_from(where):
     it (the Task's or its TaskTemplate's); the message now starts with the field and, for a
     TaskTemplate, its kind and name."""
     patch = {"$$c": [1]}
-    task_template = {"kind": "TaskTemplate", "metadata": {"name": "tt"}, "spec": {"templatePatches": patch}}
+    task_template = {
+        "kind": "TaskTemplate",
+        "metadata": {"name": "tt"},
+        "spec": {"templatePatches": patch},
+    }
     task = _task(templatePatches=patch) if where == "task" else _task()
     with pytest.raises(jobs.JobTemplateError) as err:
         jobs.build_job(
@@ -123,17 +148,27 @@ def test_template_patch_errors_name_the_object_they_come_from(where):
             task_template=task_template if where == "task-template" else None,
             namespace="ns",
         )
-    prefix = "TaskTemplate 'tt' spec.templatePatches: " if where == "task-template" else "spec.templatePatches: "
+    prefix = (
+        "TaskTemplate 'tt' spec.templatePatches: "
+        if where == "task-template"
+        else "spec.templatePatches: "
+    )
     assert str(err.value).startswith(prefix + '["$$c"]: unknown directive')
 
 
-def test_deleting_task_whose_status_never_recorded_its_mpe_still_cleans_up(fleet, ledger, faults_kubelet, held_controller):
+def test_deleting_task_whose_status_never_recorded_its_mpe_still_cleans_up(
+    fleet, ledger, faults_kubelet, held_controller
+):
     """Chaos run, seed 6: the pass that selected the MediaProcessingEntity created the Job, but
     the POST's answer and then the status write were lost to a cut connection, so the Task's
     status never named the MPE. Deleting the Task then removed its finalizer without looking
     for a Job anywhere: the Job stayed for ever with its ``job-protection`` finalizer."""
     ctl, faults, hold = held_controller
-    wait_for(lambda: any(cl.ready for cl in ctl.registry.clusters()), timeout=30, what="MPE Job watch synced")
+    wait_for(
+        lambda: any(cl.ready for cl in ctl.registry.clusters()),
+        timeout=30,
+        what="MPE Job watch synced",
+    )
     hold.set()
     for cluster in ctl.registry.clusters():
         cluster.jobs.reconnect()  # the Job cache is frozen
@@ -144,7 +179,11 @@ def test_deleting_task_whose_status_never_recorded_its_mpe_still_cleans_up(fleet
     ]
 
     fleet.add("unrecorded")
-    wait_for(lambda: fleet.children()[0].get("unrecorded"), timeout=30, what="the Job reached the API server")
+    wait_for(
+        lambda: fleet.children()[0].get("unrecorded"),
+        timeout=30,
+        what="the Job reached the API server",
+    )
     assert not (fleet.tasks()["unrecorded"].get("status") or {}).get("mediaProcessingEntityRef")
     fleet.delete("unrecorded")
     time.sleep(2)
@@ -154,7 +193,9 @@ def test_deleting_task_whose_status_never_recorded_its_mpe_still_cleans_up(fleet
     assert fleet.wait_settled(30, ledger) == []
 
 
-def test_restart_long_after_a_deletion_cleans_up_instead_of_abandoning(faults_api, faults_namespace, fleet, ledger, faults_kubelet):
+def test_restart_long_after_a_deletion_cleans_up_instead_of_abandoning(
+    faults_api, faults_namespace, fleet, ledger, faults_kubelet
+):
     """Found while explaining a chaos run: a Task deleted while the controller was down for
     longer than ``cleanup_timeout`` had its Job abandoned by the restarted controller, because
     its first reconcile ran before the MediaProcessingEntity's Job watch had synced and "not set
@@ -162,11 +203,17 @@ def test_restart_long_after_a_deletion_cleans_up_instead_of_abandoning(faults_ap
     the deletion's age."""
     from taskfsm.kube.resources import BY_KIND
 
-    fleet.rest.create(BY_KIND["Function"], faults_namespace, objects.function("long", run_seconds=600))
+    fleet.rest.create(
+        BY_KIND["Function"], faults_namespace, objects.function("long", run_seconds=600)
+    )
     first = held(faults_api, faults_namespace, threading.Event(), cleanup_timeout=1)
     try:
         fleet.add("slow", function="long")
-        wait_for(lambda: (fleet.tasks()["slow"].get("status") or {}).get("phase") == "Running", timeout=30, what="Running")
+        wait_for(
+            lambda: (fleet.tasks()["slow"].get("status") or {}).get("phase") == "Running",
+            timeout=30,
+            what="Running",
+        )
     finally:
         first.stop()
     fleet.delete("slow")

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from taskfsm import constants as c
-from taskfsm.controller import Controller, Settings
-from taskfsm.crdgen import crd_documents
+from taskfsm.api import constants as c
+from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND
+from taskfsm.manager.controller import Controller, Settings
 from taskfsm.testing.crds import install_crds
 
 
@@ -31,13 +31,17 @@ class Engine:
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         res = BY_KIND[obj["kind"]]
         if res.namespaced:
-            return self.api.create_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, res.plural, obj)
+            return self.api.create_namespaced_custom_object(
+                c.GROUP, c.VERSION, self.namespace, res.plural, obj
+            )
         return self.api.create_cluster_custom_object(c.GROUP, c.VERSION, res.plural, obj)
 
     def get(self, kind: str, name: str) -> dict[str, Any]:
         res = BY_KIND[kind]
         if res.namespaced:
-            return self.api.get_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, res.plural, name)
+            return self.api.get_namespaced_custom_object(
+                c.GROUP, c.VERSION, self.namespace, res.plural, name
+            )
         return self.api.get_cluster_custom_object(c.GROUP, c.VERSION, res.plural, name)
 
     def task(self, name: str) -> dict[str, Any]:
@@ -53,7 +57,9 @@ def engine(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Eng
 
 
 @pytest.fixture
-def controller(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Iterator[Controller]:
+def controller(
+    api_client: client.ApiClient, namespace: str, crds: list[str]
+) -> Iterator[Controller]:
     """An in-process controller watching only the test's namespace (fast watches, no ports)."""
     settings = Settings(
         namespace=namespace,
@@ -73,7 +79,7 @@ def controller(api_client: client.ApiClient, namespace: str, crds: list[str]) ->
 
 from collections.abc import Callable  # noqa: E402
 
-from taskfsm.testing.probes import ClusterScoped, Probe  # noqa: E402
+from tests.support.probes import ClusterScoped, Probe  # noqa: E402
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ reported, with only their ceiling asserted.
 
 from __future__ import annotations
 
-from taskfsm import constants as c
-from taskfsm.actions.jobs import job_name
+from taskfsm.api import constants as c
+from taskfsm.build.jobs import job_name
 from taskfsm.testing import objects
-from taskfsm.testing.faults import (
+from taskfsm.testing.waiting import wait_for
+from tests.support.faults import (
     WRITE_VERBS,
     Faults,
     FaultyRest,
@@ -23,8 +24,7 @@ from taskfsm.testing.faults import (
     RequestCounter,
     RequestLog,
 )
-from taskfsm.testing.probes import conditions_of
-from taskfsm.testing.waiting import wait_for
+from tests.support.probes import conditions_of
 
 TASKS = 3
 TASK_RESOURCES = ("tasks", "tasks/status", "jobs", "secrets")
@@ -44,8 +44,19 @@ def test_happy_path_api_cost_per_task(controller_factory, engine, kubelet, probe
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     wait_for(
-        lambda: conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, "m")).get("Ready")
-        == "True",
+        lambda: (
+            conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, "m")).get("Ready") == "True"
+        ),
+        timeout=30,
+    )
+    # The watches deliver objects in any order: the MPE's Ready says nothing about whether the
+    # Function and Workflow are in the caches yet (a Task reconciled before them would retry,
+    # which is right but not the happy path this test counts).
+    wait_for(
+        lambda: (
+            ctl.caches.get(c.KIND_FUNCTION, namespace, "f") is not None
+            and ctl.caches.get(c.KIND_WORKFLOW, namespace, "wf") is not None
+        ),
         timeout=30,
     )
     counter.reset()

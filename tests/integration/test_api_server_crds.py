@@ -1,6 +1,6 @@
 """Our CRDs on a real kube-apiserver: they install, accept nagare's objects, reject bad ones.
 
-* The ten CRDs from ``taskfsm.crdgen.crd_documents()`` become Established with structural schemas.
+* The ten CRDs from ``taskfsm.api.crdgen.crd_documents()`` become Established with structural schemas.
 * Every seed-era sample object (opt-in, ``../shared/reference``) is accepted -- as itself and, for
   kinds with a cluster-scoped twin, as the cluster kind -- and what the API server returns parses
   through our models and equals what our models write for the sample (the server's defaulting
@@ -35,8 +35,8 @@ from taskfsm.api import (
     TaskPhase,
     parse_object,
 )
-from taskfsm.constants import API_VERSION, GROUP, VERSION, ConditionStatus, TaskConditionType
-from taskfsm.testing.probes import ClusterScoped
+from taskfsm.api.constants import API_VERSION, GROUP, VERSION, ConditionStatus, TaskConditionType
+from tests.support.probes import ClusterScoped
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 CLUSTER_TWIN = {
@@ -201,11 +201,11 @@ def test_task_table_shows_the_printer_columns(
     response.read()
     table = json.loads(response.data)
     columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns == ["Name", "MPE", "Workflow", "Function", "Human Name", "Status", "Age",
-                       "Start", "End"]  # fmt: skip
+    assert columns == ["Name", "MPE", "Workflow", "Function", "Job", "Human Name", "Status",
+                       "Age", "Start", "End"]  # fmt: skip
     (row,) = table["rows"]
     assert row["cells"][2] == "wf"
-    assert row["cells"][4] == "Sleepy"
+    assert row["cells"][5] == "Sleepy"
 
 
 # --- invalid objects: the API server and our models reject the same field --------------------
@@ -221,7 +221,7 @@ INVALID = {
         {"kind": "MediaProcessingEntity", "metadata": {"name": "m"},
          "spec": {"local": {}, "remote": {"kubeconfig": {"secretRef": {"name": "k"}}}}},
         "spec",
-        "must have at most 1",
+        "exactly one of local, remote must be set",
     ),
     "http-location-with-ftp-url": (
         {"kind": "MediaLocation", "metadata": {"name": "ml"},

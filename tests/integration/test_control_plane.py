@@ -18,7 +18,9 @@ from taskfsm.testing.kubelet import ANNOTATION_EXIT_CODE, ANNOTATION_NEVER_START
 from taskfsm.testing.waiting import wait_for
 
 
-def job_body(name: str, *, annotations: dict[str, str] | None = None, ttl: int | None = None) -> dict:
+def job_body(
+    name: str, *, annotations: dict[str, str] | None = None, ttl: int | None = None
+) -> dict:
     spec: dict = {
         "backoffLimit": 0,
         "template": {
@@ -53,7 +55,9 @@ def test_job_pod_succeeds_and_job_completes(api_client, namespace, kubelet):
     """The simulated kubelet completes the pod; the real Job controller sets Complete=True."""
     batch = client.BatchV1Api(api_client)
     batch.create_namespaced_job(namespace, job_body("ok"))
-    wait_for(lambda: job_condition(batch, namespace, "ok", "Complete"), timeout=60, what="Job Complete")
+    wait_for(
+        lambda: job_condition(batch, namespace, "ok", "Complete"), timeout=60, what="Job Complete"
+    )
     job = batch.read_namespaced_job_status("ok", namespace)
     assert job.status.succeeded == 1
     pods = client.CoreV1Api(api_client).list_namespaced_pod(
@@ -66,8 +70,12 @@ def test_job_pod_fails_and_job_fails(api_client, namespace, kubelet):
     """A pod exiting non-zero with backoffLimit 0 makes the Job Failed=True."""
     batch = client.BatchV1Api(api_client)
     batch.create_namespaced_job(namespace, job_body("bad", annotations={ANNOTATION_EXIT_CODE: "3"}))
-    wait_for(lambda: job_condition(batch, namespace, "bad", "Failed"), timeout=60, what="Job Failed")
-    pods = client.CoreV1Api(api_client).list_namespaced_pod(namespace, label_selector="batch.kubernetes.io/job-name=bad")
+    wait_for(
+        lambda: job_condition(batch, namespace, "bad", "Failed"), timeout=60, what="Job Failed"
+    )
+    pods = client.CoreV1Api(api_client).list_namespaced_pod(
+        namespace, label_selector="batch.kubernetes.io/job-name=bad"
+    )
     statuses = pods.items[0].status.container_statuses
     assert statuses[0].state.terminated.exit_code == 3
 
@@ -76,14 +84,22 @@ def test_never_start_policy_keeps_pod_pending(api_client, namespace, kubelet):
     """A pod annotated never-start stays Pending and its Job stays active."""
     batch = client.BatchV1Api(api_client)
     core = client.CoreV1Api(api_client)
-    batch.create_namespaced_job(namespace, job_body("stuck", annotations={ANNOTATION_NEVER_START: "true"}))
+    batch.create_namespaced_job(
+        namespace, job_body("stuck", annotations={ANNOTATION_NEVER_START: "true"})
+    )
     pods = wait_for(
-        lambda: core.list_namespaced_pod(namespace, label_selector="batch.kubernetes.io/job-name=stuck").items,
+        lambda: (
+            core.list_namespaced_pod(
+                namespace, label_selector="batch.kubernetes.io/job-name=stuck"
+            ).items
+        ),
         what="the Job's pod",
     )
     # Give the kubelet time to (wrongly) act, then check nothing moved.
     batch.create_namespaced_job(namespace, job_body("witness"))
-    wait_for(lambda: job_condition(batch, namespace, "witness", "Complete"), what="witness Job Complete")
+    wait_for(
+        lambda: job_condition(batch, namespace, "witness", "Complete"), what="witness Job Complete"
+    )
     pod = core.read_namespaced_pod(pods[0].metadata.name, namespace)
     assert pod.status.phase == "Pending"
     assert not job_condition(batch, namespace, "stuck", "Complete")
@@ -100,7 +116,12 @@ def test_garbage_collector_removes_secret_owned_by_deleted_job(api_client, names
             "metadata": {
                 "name": "owned",
                 "ownerReferences": [
-                    {"apiVersion": "batch/v1", "kind": "Job", "name": "owner", "uid": job.metadata.uid}
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": "owner",
+                        "uid": job.metadata.uid,
+                    }
                 ],
             },
             "stringData": {"k": "v"},
@@ -144,7 +165,10 @@ WIDGET_CRD = {
                         "type": "object",
                         "properties": {
                             "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
-                            "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+                            "status": {
+                                "type": "object",
+                                "properties": {"phase": {"type": "string"}},
+                            },
                         },
                     }
                 },
@@ -160,8 +184,14 @@ def test_crd_installs_and_objects_round_trip_with_status_subresource(api_client,
     custom = client.CustomObjectsApi(api_client)
     args = ("test.taskfsm.dev", "v1", namespace, "widgets")
     created = custom.create_namespaced_custom_object(
-        *args, {"apiVersion": "test.taskfsm.dev/v1", "kind": "Widget", "metadata": {"name": "w"},
-                "spec": {"size": 3}, "status": {"phase": "ignored"}}
+        *args,
+        {
+            "apiVersion": "test.taskfsm.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 3},
+            "status": {"phase": "ignored"},
+        },
     )
     assert created["spec"] == {"size": 3}
     assert "status" not in created  # the main resource ignores status when the subresource is on
@@ -171,7 +201,9 @@ def test_crd_installs_and_objects_round_trip_with_status_subresource(api_client,
     assert read["spec"] == {"size": 3}
 
 
-def test_two_control_planes_run_side_by_side(control_plane: ControlPlane, remote_control_plane: ControlPlane):
+def test_two_control_planes_run_side_by_side(
+    control_plane: ControlPlane, remote_control_plane: ControlPlane
+):
     """The main and a remote cluster have their own ports and their own data."""
     assert control_plane.server != remote_control_plane.server
     assert control_plane.etcd_url != remote_control_plane.etcd_url
@@ -184,14 +216,16 @@ def test_two_control_planes_run_side_by_side(control_plane: ControlPlane, remote
 
 def test_stop_ends_only_its_own_processes(control_plane: ControlPlane):
     """A throwaway control plane stops cleanly and leaves the session's one running."""
-    extra = ControlPlane(name="taskfsm-extra", controller_manager=False, bin_dir=control_plane.bin_dir)
+    extra = ControlPlane(
+        name="taskfsm-extra", controller_manager=False, bin_dir=control_plane.bin_dir
+    )
     extra.start()
     pids = [p.popen.pid for p in extra._procs]
     extra.stop()
+    import os
+
     for pid in pids:
         with pytest.raises(ProcessLookupError):
-            import os
-
             os.kill(pid, 0)
     with control_plane.api_client() as api:
         assert client.VersionApi(api).get_code().git_version.startswith("v1.35")
@@ -208,5 +242,9 @@ def test_pod_waits_for_the_secret_it_mounts(api_client, namespace, kubelet):
     batch.create_namespaced_job(namespace, body)
     wait_for(lambda: kubelet.waiting_for_secrets, what="the kubelet to wait for the Secret")
     assert not job_condition(batch, namespace, "needs-secret", "Complete")
-    core.create_namespaced_secret(namespace, {"metadata": {"name": "late"}, "stringData": {"k": "v"}})
-    wait_for(lambda: job_condition(batch, namespace, "needs-secret", "Complete"), what="Job Complete")
+    core.create_namespaced_secret(
+        namespace, {"metadata": {"name": "late"}, "stringData": {"k": "v"}}
+    )
+    wait_for(
+        lambda: job_condition(batch, namespace, "needs-secret", "Complete"), what="Job Complete"
+    )

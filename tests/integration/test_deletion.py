@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from taskfsm import constants as c
-from taskfsm.actions.jobs import job_name
-from taskfsm.testing import builders as b
+from taskfsm.api import constants as c
+from taskfsm.build.jobs import job_name
 from taskfsm.testing import objects
-from taskfsm.testing.faults import RequestLog, rest_factory
-from taskfsm.testing.tcpproxy import TcpProxy
 from taskfsm.testing.waiting import wait_for
+from tests.support import builders as b
+from tests.support.faults import RequestLog, rest_factory
+from tests.support.tcpproxy import TcpProxy
 
 
 def delete_task(engine, namespace: str, name: str) -> None:
@@ -177,7 +177,10 @@ def test_job_delete_carries_uid_precondition_and_background_propagation(
     assert_all_gone(probe, "t", job_name(running))
     deletes = log.select(verb="DELETE", resource="jobs")
     assert deletes
-    assert deletes[0].body["preconditions"] == {"uid": running["status"]["jobRef"]["uid"]}
+    # UID and resourceVersion: a delete computed from a stale view never lands (issue 12 item 7).
+    preconditions = deletes[0].body["preconditions"]
+    assert preconditions["uid"] == running["status"]["jobRef"]["uid"]
+    assert int(preconditions["resourceVersion"]) > 0
     assert deletes[0].body["propagationPolicy"] == "Background"
     requests = log.all()
     finalizer_removed = max(

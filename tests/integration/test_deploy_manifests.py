@@ -25,7 +25,8 @@ def test_manifests_pass_server_side_dry_run(api_client, crds):
                 continue
             created.append(utils.create_from_dict(api_client, doc, dry_run="All")[0])
         kinds = sorted({type(o).__name__ for o in created})
-        assert "V1Deployment" in kinds and "V1ClusterRole" in kinds
+        assert "V1Deployment" in kinds
+        assert "V1ClusterRole" in kinds
     finally:
         core.delete_namespace(namespace["metadata"]["name"])
 

@@ -1,7 +1,7 @@
-"""Failure modes of reconciling against a real API server (failure-modes.md F1-F3, F9, F10).
+"""Failure modes of reconciling against a real API server (docs/behaviour.md F1-F3, F9, F10).
 
 Faults are injected on the client side: the Controller builds every ``Rest`` through
-``taskfsm.testing.faults.rest_factory``, which logs each request and can fail chosen ones
+``tests.support.faults.rest_factory``, which logs each request and can fail chosen ones
 before they are sent or after the server committed them. Stale reads are injected by wrapping
 the reconciler's Task read. The outcome asserted is always about the cluster: how many Jobs and
 Secrets exist, and the Task's phase.
@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from taskfsm import constants as c
-from taskfsm.actions import helperdata, jobs
+from taskfsm.api import constants as c
+from taskfsm.build import helperdata, jobs
 from taskfsm.kube.errors import Conflict, Unavailable
 from taskfsm.kube.rest import JOBS, SECRETS
-from taskfsm.testing import builders as b
 from taskfsm.testing import objects
-from taskfsm.testing.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory
 from taskfsm.testing.waiting import wait_for
+from tests.support import builders as b
+from tests.support.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory
 
 
 def create_world(engine, *, function: dict[str, Any] | None = None) -> None:
@@ -276,20 +276,20 @@ def test_f10_job_finished_before_controller_saw_it(
     assert tap.count(f"{namespace}/t") >= 1
 
 
-def test_job_deleted_while_running_is_released_and_recreated_once(
+def test_job_deleted_while_running_fails_the_task_and_is_let_go(
     engine, controller, probe, namespace
 ):
-    """A user deleting a Running Task's Job (a plain delete, finalizer left to the controller):
-    the controller lets the Job go and re-creates it once, as for a Job that vanished."""
+    """D18b (issue 12 item 2): a user deleting a Running Task's Job (a plain delete, finalizer
+    left to the controller) fails the Task with reason JobLost; the controller then releases the
+    Job's finalizer so it goes, and makes no other Job."""
     create_world(engine, function=b.never_starting(objects.function("f")))
     new_task(engine)
     running = probe.wait_phase("t", "Running")
     name = jobs.job_name(running)
-    old_uid = running["status"]["jobRef"]["uid"]
     probe.rest.delete(JOBS, namespace, name, propagation="Background")
-    wait_for(
-        lambda: (probe.job(name) or {}).get("metadata", {}).get("uid") not in (None, old_uid),
-        timeout=20,
-        what="Job released and re-created",
-    )
-    assert probe.phase("t") == "Running"
+    failed = probe.wait_phase("t", "Failed")
+    condition = next(x for x in failed["status"]["conditions"] if x["type"] == "Failed")
+    assert condition["reason"] == "JobLost"
+    assert "deleted before it finished" in condition["message"]
+    wait_for(lambda: probe.job(name) is None, timeout=30, what="the deleted Job released and gone")
+    assert probe.jobs() == []

@@ -14,10 +14,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from taskfsm import constants as c
-from taskfsm.actions.jobs import job_name
-from taskfsm.testing import builders as b
+from taskfsm.api import constants as c
+from taskfsm.build.jobs import job_name
 from taskfsm.testing import objects
+from tests.support import builders as b
 
 
 def function_with(

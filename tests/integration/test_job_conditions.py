@@ -1,4 +1,4 @@
-"""Kubernetes ≥ 1.31 Job conditions map to Task phases by type (failure-modes.md F8, §3.12).
+"""Kubernetes ≥ 1.31 Job conditions map to Task phases by type (docs/behaviour.md F8, §3.12).
 
 The Function's Job template sets ``spec.managedBy`` to a name other than the built-in Job
 controller, so kube-controller-manager leaves these Jobs alone (no pods, no conditions) and the
@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from taskfsm.actions.jobs import job_name
-from taskfsm.testing import builders as b
+from taskfsm.build.jobs import job_name
 from taskfsm.testing import objects
-from taskfsm.testing.faults import ReconcileTap
-from taskfsm.testing.probes import conditions_of, now_rfc3339
 from taskfsm.testing.waiting import wait_for
+from tests.support import builders as b
+from tests.support.faults import ReconcileTap
+from tests.support.probes import conditions_of, now_rfc3339
 
 START = now_rfc3339()
 

@@ -1,24 +1,26 @@
 """The generated RBAC is sufficient and minimal.
 
-The controller runs with a ServiceAccount token bound to exactly the rules of ``taskfsm.rbac``
+The controller runs with a ServiceAccount token bound to exactly the rules of ``taskfsm.tools.rbac``
 (leader election on, so the Lease rules are exercised) and takes a Task to Succeeded and through
 deletion; then, for each rule in turn, a controller bound to all rules but that one hits a 403.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 
 import pytest
 from kubernetes import client
 
-from taskfsm import rbac
-from taskfsm.controller import Controller, Settings
 from taskfsm.kube.client import configured
 from taskfsm.kube.rest import Rest
+from taskfsm.manager.controller import Controller, Settings
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
+from taskfsm.tools import rbac
+from tests.support import builders
 
 
 def token_client(api_client, control_plane, namespace, rules, lease_rules) -> client.ApiClient:
@@ -28,18 +30,31 @@ def token_client(api_client, control_plane, namespace, rules, lease_rules) -> cl
     name = f"taskfsm-{uuid.uuid4().hex[:6]}"
     core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
-    rbac_api.create_cluster_role({"metadata": {"name": name}, "rules": [r.policy_rule() for r in rules]})
-    rbac_api.create_cluster_role_binding({
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": subject,
-    })
-    rbac_api.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": [r.policy_rule() for r in lease_rules]})
-    rbac_api.create_namespaced_role_binding(namespace, {
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": subject,
-    })
+    rbac_api.create_cluster_role(
+        {"metadata": {"name": name}, "rules": [r.policy_rule() for r in rules]}
+    )
+    rbac_api.create_cluster_role_binding(
+        {
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": subject,
+        }
+    )
+    rbac_api.create_namespaced_role(
+        namespace, {"metadata": {"name": name}, "rules": [r.policy_rule() for r in lease_rules]}
+    )
+    rbac_api.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subject,
+        },
+    )
     token = core.create_namespaced_service_account_token(
         name, namespace, {"spec": {"expirationSeconds": 3600}}
     ).status.token
@@ -66,11 +81,30 @@ class Forbidden:
 
 def start_controller(api: client.ApiClient, namespace: str, forbidden: Forbidden) -> Controller:
     settings = Settings(
-        namespace=namespace, metrics_address=None, health_address=None, leader_election=True,
-        lease_namespace=namespace, lease_name="rbac-test", watch_timeout=10, read_margin=5,
-        shutdown_timeout=5, cache_sync_timeout=15,
+        namespace=namespace,
+        metrics_address=None,
+        health_address=None,
+        leader_election=True,
+        lease_namespace=namespace,
+        lease_name="rbac-test",
+        watch_timeout=10,
+        read_margin=5,
+        shutdown_timeout=5,
+        cache_sync_timeout=15,
     )
     return Controller(api, settings, rest_factory=lambda a: Rest(a, observer=forbidden))
+
+
+def describe(api_client, namespace: str, engine, forbidden: Forbidden) -> str:
+    """What a failed wait shows: the Task's status, its Job, the namespace's Events, the 403s."""
+    jobs = client.BatchV1Api(api_client).list_namespaced_job(namespace).items
+    events = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+    return (
+        f"Task Succeeded; status {engine.task('ok').get('status')}; "
+        f"jobs {[(j.metadata.name, j.status) for j in jobs]}; "
+        f"events {[(e.involved_object.name, e.reason, e.message) for e in events]}; "
+        f"403s {forbidden.seen}"
+    )
 
 
 def scenario(engine, name: str) -> None:
@@ -78,14 +112,22 @@ def scenario(engine, name: str) -> None:
 
 
 @pytest.fixture
-def basics(engine):
+def basics(engine, api_client, control_plane, namespace):
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("fn"))
     engine.create(objects.local_mpe("local"))
+    # A remote MPE (reaching this cluster with admin credentials) makes the controller read and
+    # watch its kubeconfig Secret.
+    admin = control_plane.kubeconfig_dict(namespace=namespace)
+    kubeconfig = builders.kubeconfig_secret("edge-kubeconfig", admin)
+    client.CoreV1Api(api_client).create_namespaced_secret(namespace, kubeconfig)
+    engine.create(builders.remote_mpe("edge", secret_name="edge-kubeconfig"))
     return engine
 
 
-def test_controller_works_with_exactly_the_generated_rules(api_client, control_plane, namespace, basics, kubelet):
+def test_controller_works_with_exactly_the_generated_rules(
+    api_client, control_plane, namespace, basics, kubelet
+):
     """Bound to the generated rules only, the controller runs a Task to Succeeded and deletes it."""
     api = token_client(api_client, control_plane, namespace, rbac.RULES, rbac.LEASE_RULES)
     forbidden = Forbidden()
@@ -93,41 +135,59 @@ def test_controller_works_with_exactly_the_generated_rules(api_client, control_p
     try:
         controller.start()
         scenario(basics, "ok")
-        wait_for(lambda: basics.phase("ok") == "Succeeded", timeout=60, what="Task Succeeded")
-        basics.api.delete_namespaced_custom_object("engine.nagare.media", "v1alpha1", namespace, "tasks", "ok")
-        gone = lambda: not basics.api.list_namespaced_custom_object("engine.nagare.media", "v1alpha1", namespace, "tasks")["items"]  # noqa: E731
+        wait_for(
+            lambda: basics.phase("ok") == "Succeeded",
+            timeout=60,
+            what=lambda: describe(api_client, namespace, basics, forbidden),
+        )
+        basics.api.delete_namespaced_custom_object(
+            "engine.nagare.media", "v1alpha1", namespace, "tasks", "ok"
+        )
+
+        def gone():
+            return not basics.api.list_namespaced_custom_object(
+                "engine.nagare.media", "v1alpha1", namespace, "tasks"
+            )["items"]
+
         wait_for(gone, timeout=60, what="Task deleted")
     finally:
         controller.stop()
     assert forbidden.seen == []
 
 
-ALL_RULES = [("cluster", i) for i in range(len(rbac.RULES))] + [("lease", i) for i in range(len(rbac.LEASE_RULES))]
+ALL_RULES = [("cluster", i) for i in range(len(rbac.RULES))] + [
+    ("lease", i) for i in range(len(rbac.LEASE_RULES))
+]
 
 
 @pytest.mark.parametrize(("scope", "index"), ALL_RULES, ids=lambda v: str(v))
 def test_every_rule_is_needed(api_client, control_plane, namespace, basics, kubelet, scope, index):
     """Without any single generated rule, some request of a normal Task's life is forbidden."""
     rules = [r for i, r in enumerate(rbac.RULES) if not (scope == "cluster" and i == index)]
-    lease_rules = [r for i, r in enumerate(rbac.LEASE_RULES) if not (scope == "lease" and i == index)]
+    lease_rules = [
+        r for i, r in enumerate(rbac.LEASE_RULES) if not (scope == "lease" and i == index)
+    ]
     removed = (rbac.RULES if scope == "cluster" else rbac.LEASE_RULES)[index]
     api = token_client(api_client, control_plane, namespace, rules, lease_rules)
     forbidden = Forbidden()
     controller = start_controller(api, namespace, forbidden)
     try:
-        try:
+        # A cache that may not list never syncs: the 403 is already recorded.
+        with contextlib.suppress(TimeoutError):
             controller.start()
-        except TimeoutError:
-            pass  # a cache that may not list never syncs: the 403 is already recorded
         if not forbidden.event.is_set():
             scenario(basics, "probe")
             forbidden.event.wait(45)
             if not forbidden.event.is_set() and basics.phase("probe") == "Succeeded":
-                basics.api.delete_namespaced_custom_object("engine.nagare.media", "v1alpha1", namespace, "tasks", "probe")
+                basics.api.delete_namespaced_custom_object(
+                    "engine.nagare.media", "v1alpha1", namespace, "tasks", "probe"
+                )
                 forbidden.event.wait(30)
     finally:
         controller.stop()
     # Lease requests go through the client's leader-election module, not our Rest: without the
     # Lease rule the symptom is a controller that never leads (and so never reconciles).
     never_led = scope == "lease" and not controller.leading.is_set()
-    assert forbidden.seen or never_led, f"nothing failed without the rule for {removed.resources} {removed.verbs}"
+    assert forbidden.seen or never_led, (
+        f"nothing failed without the rule for {removed.resources} {removed.verbs}"
+    )

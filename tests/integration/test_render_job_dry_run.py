@@ -5,8 +5,8 @@ from __future__ import annotations
 import yaml
 from kubernetes import client
 
-from taskfsm.demo import SAMPLES
-from taskfsm.render_job import load, render
+from taskfsm.tools.demo import SAMPLES
+from taskfsm.tools.render_job import load, render
 
 
 def test_rendered_job_and_secret_pass_server_side_dry_run(api_client, namespace):
@@ -15,8 +15,14 @@ def test_rendered_job_and_secret_pass_server_side_dry_run(api_client, namespace)
     batch = client.BatchV1Api(api_client)
     core = client.CoreV1Api(api_client)
     for name in [o["metadata"]["name"] for o in objects if o["kind"] == "Task"]:
-        job, secret = list(yaml.safe_load_all(render(load([str(SAMPLES)], namespace), task_name=name, show_secrets=True)))
-        job["metadata"].pop("finalizers")  # dry-run of a finalizer is fine too, but keep the object plain
+        job, secret = list(
+            yaml.safe_load_all(
+                render(load([str(SAMPLES)], namespace), task_name=name, show_secrets=True)
+            )
+        )
+        job["metadata"].pop(
+            "finalizers"
+        )  # dry-run of a finalizer is fine too, but keep the object plain
         created = batch.create_namespaced_job(namespace, job, dry_run="All")
         assert created.metadata.name == job["metadata"]["name"]
         secret["metadata"].pop("ownerReferences")  # the placeholder Job UID does not exist

@@ -8,10 +8,10 @@ acknowledged with a status write.
 from __future__ import annotations
 
 from taskfsm.kube.resources import TASKS
-from taskfsm.testing import builders as b
 from taskfsm.testing import objects
-from taskfsm.testing.probes import conditions_of
 from taskfsm.testing.waiting import wait_for
+from tests.support import builders as b
+from tests.support.probes import conditions_of
 
 
 def test_status_records_observed_generation_and_conditions(engine, controller, probe):

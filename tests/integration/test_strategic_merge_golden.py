@@ -1,10 +1,10 @@
-"""Golden tests: taskfsm's strategic merge gives what a real kube-apiserver gives (decisions.md D4).
+"""Golden tests: taskfsm's strategic merge gives what a real kube-apiserver gives (docs/behaviour.md D4).
 
 The API server applies strategic merge patches to built-in objects itself, with Kubernetes' own
 code (k8s.io/apimachinery strategicpatch). For every case of the shared table
 (tests/unit/patching/smp_cases.py) a real PodTemplate holding the case's pod template is created and
 PATCHed with ``application/strategic-merge-patch+json``; the server's result is compared with
-:func:`taskfsm.patching.apply_strategic_merge` applied to the *stored* original. The server
+:func:`taskfsm.build.patching.apply_strategic_merge` applied to the *stored* original. The server
 defaults the object after patching, so taskfsm's result is passed through the same defaulting by a
 dry-run create before the comparison. The table's hand-written ``expected`` is checked the same way,
 so the table documents Kubernetes' behaviour. Malformed patches must be rejected by both sides.
@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from taskfsm.patching import PatchError, apply_strategic_merge
+from taskfsm.build.patching import PatchError, apply_strategic_merge
 
 SMP = "application/strategic-merge-patch+json"
 
@@ -46,9 +46,18 @@ def _json(response) -> dict[str, Any]:
     return json.loads(response.data)
 
 
-def _create(core: client.CoreV1Api, namespace: str, name: str, template: dict, **kwargs) -> dict[str, Any]:
-    body = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name}, "template": template}
-    return _json(core.create_namespaced_pod_template(namespace, body, _preload_content=False, **kwargs))
+def _create(
+    core: client.CoreV1Api, namespace: str, name: str, template: dict, **kwargs
+) -> dict[str, Any]:
+    body = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": name},
+        "template": template,
+    }
+    return _json(
+        core.create_namespaced_pod_template(namespace, body, _preload_content=False, **kwargs)
+    )
 
 
 def _defaulted(core: client.CoreV1Api, namespace: str, name: str, template: dict) -> dict[str, Any]:
@@ -79,10 +88,15 @@ def test_malformed_patch_rejected_by_both(api_client, namespace, case):
     stored = _create(core, namespace, name, case.original)["template"]
 
     with pytest.raises(ApiException) as server_error:
-        core.patch_namespaced_pod_template(name, namespace, {"template": case.patch}, _content_type=SMP)
+        core.patch_namespaced_pod_template(
+            name, namespace, {"template": case.patch}, _content_type=SMP
+        )
     assert server_error.value.status in (400, 422, 500)
-    assert core.read_namespaced_pod_template(name, namespace).template is not None  # nothing applied
+    assert (
+        core.read_namespaced_pod_template(name, namespace).template is not None
+    )  # nothing applied
 
     with pytest.raises(PatchError) as ours:
         apply_strategic_merge(stored, case.patch, cases.POD_TEMPLATE_SPEC)
-    assert ours.value.problem and case.error_text in str(ours.value)
+    assert ours.value.problem
+    assert case.error_text in str(ours.value)

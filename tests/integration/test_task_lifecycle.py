@@ -7,8 +7,8 @@ import json
 
 from kubernetes import client
 
-from taskfsm import constants as c
-from taskfsm.actions.jobs import job_name
+from taskfsm.api import constants as c
+from taskfsm.build.jobs import job_name
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
 
@@ -27,7 +27,9 @@ def test_task_succeeds_with_job_and_secret(engine, controller, kubelet, api_clie
     task = engine.task("t1")
     status = task["status"]
     assert status["jobRef"]["name"] == job_name(task)
-    assert status["startTime"] and status["endTime"] and status["queuedTime"]
+    assert status["startTime"]
+    assert status["endTime"]
+    assert status["queuedTime"]
     conditions = {cond["type"]: cond["status"] for cond in status["conditions"]}
     assert conditions == {"Initialized": "True", "Ready": "False", "Complete": "True"}
     batch = client.BatchV1Api(api_client)
@@ -45,7 +47,9 @@ def test_failing_job_fails_the_task(engine, controller, kubelet):
     setup_basics(engine, exit_code=1)
     engine.create(objects.task("t2", workflow_name="wf", function_name="fn", mpe_name="local"))
     wait_for(lambda: engine.phase("t2") == "Failed", timeout=60, what="Task Failed")
-    conditions = {cond["type"]: cond["status"] for cond in engine.task("t2")["status"]["conditions"]}
+    conditions = {
+        cond["type"]: cond["status"] for cond in engine.task("t2")["status"]["conditions"]
+    }
     assert conditions["Failed"] == "True"
 
 
@@ -60,9 +64,13 @@ def test_deleting_a_task_deletes_job_and_secret(engine, controller, kubelet, api
     core = client.CoreV1Api(api_client)
 
     def all_gone() -> bool:
-        tasks = engine.api.list_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "tasks")["items"]
+        tasks = engine.api.list_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "tasks")[
+            "items"
+        ]
         jobs = batch.list_namespaced_job(namespace).items
-        secrets = [s for s in core.list_namespaced_secret(namespace).items if s.metadata.name == name]
+        secrets = [
+            s for s in core.list_namespaced_secret(namespace).items if s.metadata.name == name
+        ]
         return not tasks and not jobs and not secrets
 
     wait_for(all_gone, timeout=90, what="Task, Job and Secret gone")

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskfsm import constants as c
-from taskfsm.actions.jobs import job_name
+from taskfsm.api import constants as c
+from taskfsm.build.jobs import job_name
 from taskfsm.kube.resources import WORKFLOWS
-from taskfsm.testing import builders as b
 from taskfsm.testing import objects
-from taskfsm.testing.probes import conditions_of
 from taskfsm.testing.waiting import wait_for
+from tests.support import builders as b
+from tests.support.probes import conditions_of
 
 HOLD = "example.com/hold"
 

@@ -1,4 +1,4 @@
-"""Whole Workflows on the real control plane (task-controller.md §4.3, §3.11; D20).
+"""Whole Workflows on the real control plane (docs/behaviour.md §4.3, §3.11; D20).
 
 A Workflow of Tasks goes Initializing → Running → AwaitingCompletion → Succeeded once the
 termination waiting duration has passed; a Task added while it waits brings it back to
@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from taskfsm import constants as c
-from taskfsm import explain
-from taskfsm.actions.jobs import job_name
+from taskfsm.api import constants as c
+from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
+from taskfsm.tools import explain
 
 WAIT = 3.0
 PHASES = {p.value for p in c.WorkflowPhase}
@@ -52,14 +52,18 @@ def wait_workflow_phase(probe, name: str, phase: str, *, timeout: float = 90) ->
         wf = workflow(probe, name)
         return wf if wf and (wf.get("status") or {}).get("phase") == phase else None
 
-    return wait_for(check, timeout=timeout,
-                    what=f"Workflow {name} {phase} (now {workflow_status(probe, name)!r})")
+    return wait_for(
+        check,
+        timeout=timeout,
+        what=f"Workflow {name} {phase} (now {workflow_status(probe, name)!r})",
+    )
 
 
 def workflow_path(probe, name: str) -> list[str]:
     """The phases the Workflow went through, from its phase-change Events."""
     events = [
-        e for e in probe.events(name)
+        e
+        for e in probe.events(name)
         if (e.get("regarding") or {}).get("kind") == c.KIND_WORKFLOW and e.get("reason") in PHASES
     ]
     path: list[str] = []
@@ -75,7 +79,10 @@ def counters(status: dict[str, Any]) -> dict[str, int]:
 
 
 def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {cond["type"]: (cond["status"], cond.get("reason", "")) for cond in status.get("conditions") or []}
+    return {
+        cond["type"]: (cond["status"], cond.get("reason", ""))
+        for cond in status.get("conditions") or []
+    }
 
 
 def stamp(value: str) -> datetime:
@@ -91,8 +98,11 @@ def basics(engine, *, workflow_name: str = "wf") -> None:
 
 
 def add_task(engine, name: str, function: str, *, workflow_name: str = "wf", **spec: Any) -> None:
-    engine.create(objects.task(name, workflow_name=workflow_name, function_name=function,
-                               mpe_name="m", **spec))
+    engine.create(
+        objects.task(
+            name, workflow_name=workflow_name, function_name=function, mpe_name="m", **spec
+        )
+    )
 
 
 def test_workflow_of_three_tasks_succeeds_after_the_waiting_duration(
@@ -122,7 +132,9 @@ def test_workflow_of_three_tasks_succeeds_after_the_waiting_duration(
     assert not status.get("message")
     # The timed transition: Succeeded no earlier than the wait after the last Task finished.
     succeeded = next(e for e in probe.events("wf") if e.get("reason") == "Succeeded")
-    decided = datetime.strptime(succeeded["eventTime"][:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    decided = datetime.strptime(succeeded["eventTime"][:19], "%Y-%m-%dT%H:%M:%S").replace(
+        tzinfo=UTC
+    )
     assert (decided - stamp(status["endTime"])).total_seconds() >= WAIT - 1
 
 
@@ -136,8 +148,11 @@ def test_task_added_while_awaiting_completion_brings_it_back_to_running(
     wait_workflow_phase(probe, "wf", "AwaitingCompletion")
     assert workflow_status(probe, "wf").get("endTime")
     add_task(engine, "second", "quick")
-    wait_for(lambda: "Running" in workflow_path(probe, "wf")[2:], timeout=30,
-             what=f"Workflow back to Running (path {workflow_path(probe, 'wf')})")
+    wait_for(
+        lambda: "Running" in workflow_path(probe, "wf")[2:],
+        timeout=30,
+        what=f"Workflow back to Running (path {workflow_path(probe, 'wf')})",
+    )
     wf = wait_workflow_phase(probe, "wf", "Succeeded", timeout=90)
     assert counters(wf["status"]) == {"total": 2, "active": 0, "succeeded": 2, "failed": 0}
     path = workflow_path(probe, "wf")
@@ -160,15 +175,25 @@ def test_failed_task_with_fail_workflow_fails_the_workflow_then_its_active_tasks
     wf = wait_workflow_phase(probe, "wf", "Failed")
     status = wf["status"]
     assert conditions(status)["Failed"] == ("True", "TaskFailed")
-    assert "crash" in next(cond["message"] for cond in status["conditions"] if cond["type"] == "Failed")
+    assert "crash" in next(
+        cond["message"] for cond in status["conditions"] if cond["type"] == "Failed"
+    )
     assert status.get("endTime")
     for name in jobs:
         probe.wait_phase(name, "Failed")
-    wait_for(lambda: all(probe.job(j) is None for j in jobs.values()), timeout=60,
-             what="the Jobs of the other Tasks deleted")
-    wait_for(lambda: counters(workflow_status(probe, "wf"))
-             == {"total": 3, "active": 0, "succeeded": 0, "failed": 3},
-             timeout=30, what="the counters follow the Tasks")
+    wait_for(
+        lambda: all(probe.job(j) is None for j in jobs.values()),
+        timeout=60,
+        what="the Jobs of the other Tasks deleted",
+    )
+    wait_for(
+        lambda: (
+            counters(workflow_status(probe, "wf"))
+            == {"total": 3, "active": 0, "succeeded": 0, "failed": 3}
+        ),
+        timeout=30,
+        what="the counters follow the Tasks",
+    )
     assert workflow_status(probe, "wf")["phase"] == "Failed"
     assert [e["type"] for e in probe.events("wf") if e.get("reason") == "Failed"] == ["Warning"]
 
@@ -187,7 +212,9 @@ def test_explain_shows_a_workflow_its_counters_and_tasks(
     text = capsys.readouterr().out
     assert "Phase:      Succeeded" in text
     assert "total 2, active 0, succeeded 1, failed 1" in text
-    assert "ok " in text and "tolerated " in text and "Ignore" in text
+    assert "ok " in text
+    assert "tolerated " in text
+    assert "Ignore" in text
     assert "-> [Succeeded] | Failed" in text
     assert "Complete     True" in text
 
@@ -197,8 +224,11 @@ def test_explain_shows_a_workflow_its_counters_and_tasks(
     assert explain.main(api_client, namespace, "tolerated", "text") == 0
     text = capsys.readouterr().out
     assert text.startswith(f"Task {namespace}/tolerated")
-    assert "Phase:      Failed" in text and "Job:" in text
-    assert any(line.strip().startswith("conditions:") and "Failed" in line for line in text.splitlines())
+    assert "Phase:      Failed" in text
+    assert "Job:" in text
+    assert any(
+        line.strip().startswith("conditions:") and "Failed" in line for line in text.splitlines()
+    )
 
     assert explain.main(api_client, namespace, "workflow/nope", "none") == 1
     summary = explain.workflow_summary(api_client, namespace)

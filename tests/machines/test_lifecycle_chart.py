@@ -18,17 +18,17 @@ import pytest
 from statemachine.orderedset import OrderedSet
 
 from machines import catalog
-from machines.driver import VERDICT_NAMES, _PassRecord, build_machine
-from machines.guards import ObservationGuards
-from machines.model import EFFECT_NAMES, GUARD_NAMES, TaskLifecycleModel
-from machines.observation import PHASES, TaskObservation, WorkflowState
-from machines.task import (
+from machines.task.chart import (
     PHASE_STATES,
     TaskLifecycle,
     UnknownPhaseError,
     configuration_for_phase,
     events_for,
 )
+from machines.task.driver import VERDICT_NAMES, _PassRecord, build_machine
+from machines.task.guards import ObservationGuards
+from machines.task.model import EFFECT_NAMES, GUARD_NAMES, TaskLifecycleModel
+from machines.task.observation import PHASES, TaskObservation, WorkflowState
 
 
 def test_guard_names_resolve_on_the_protocol() -> None:
@@ -52,15 +52,19 @@ def test_every_protocol_name_is_used_by_the_chart() -> None:
 def test_protocol_members_match_the_name_lists() -> None:
     """`GUARD_NAMES`/`EFFECT_NAMES` are exactly the protocol's methods, each documented."""
     members = [
-        name for name, value in vars(TaskLifecycleModel).items()
+        name
+        for name, value in vars(TaskLifecycleModel).items()
         if inspect.isfunction(value) and not name.startswith("_")
     ]
     assert members == [*GUARD_NAMES, *EFFECT_NAMES]
     for name in members:
         doc = getattr(TaskLifecycleModel, name).__doc__
-        assert doc and len(doc.strip().splitlines()) == 1, name
+        assert doc, name
+        assert len(doc.strip().splitlines()) == 1, name
         assert list(inspect.signature(getattr(TaskLifecycleModel, name)).parameters) == [
-            "self", "observation"]
+            "self",
+            "observation",
+        ]
 
 
 def test_observation_guards_implement_every_guard() -> None:
@@ -152,7 +156,7 @@ def test_configuration_for_every_phase(phase: str) -> None:
 
 
 def test_unknown_phase_has_no_configuration() -> None:
-    with pytest.raises(UnknownPhaseError, match="unknown status.phase 'Pending'"):
+    with pytest.raises(UnknownPhaseError, match=r"unknown status\.phase 'Pending'"):
         configuration_for_phase("Pending")
 
 
@@ -178,15 +182,18 @@ def test_rebuilding_from_a_phase_runs_no_entry_action(phase: str) -> None:
 @pytest.mark.parametrize(
     ("changes", "events"),
     [
-        ({}, ("finalizer_missing", "ownership_missing", "observed")),
-        ({"has_finalizer": True, "owned_by_workflow": True}, ("observed",)),
+        ({}, ("finalizer_missing", "ownership_missing", "observed", "settled")),
+        ({"has_finalizer": True, "owned_by_workflow": True}, ("observed", "settled")),
         ({"deletion_requested": True}, ("deletion_requested",)),
         ({"workflow": WorkflowState.MISSING}, ("finalizer_missing", "workflow_missing")),
         ({"has_finalizer": True, "workflow": WorkflowState.DELETING}, ("workflow_deleting",)),
         (
-            {"has_finalizer": True, "owned_by_workflow": True,
-             "workflow": WorkflowState.TERMINATED},
-            ("workflow_terminated", "observed"),
+            {
+                "has_finalizer": True,
+                "owned_by_workflow": True,
+                "workflow": WorkflowState.TERMINATED,
+            },
+            ("workflow_terminated", "observed", "settled"),
         ),
         (
             {"deletion_requested": True, "workflow": WorkflowState.DELETING},
@@ -195,5 +202,6 @@ def test_rebuilding_from_a_phase_runs_no_entry_action(phase: str) -> None:
     ],
 )
 def test_events_for(changes: dict[str, object], events: tuple[str, ...]) -> None:
-    """Deletion first and alone (D22), then finalizer, Workflow, ownership, phase step."""
+    """Deletion first and alone (D22), then finalizer, Workflow, ownership, phase step, and
+    last the requeue decision."""
     assert events_for(TaskObservation(**changes)) == events  # type: ignore[arg-type]

@@ -6,12 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from machines.conditions import (
-    Condition,
-    TerminalReason,
-    compute_conditions,
-    mark_condition,
-)
+from machines.conditions import Condition, mark_condition
+from machines.task.conditions import TerminalReason, compute_conditions
 
 T1 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 T2 = T1 + timedelta(minutes=5)
@@ -64,8 +60,12 @@ def test_unchanged_conditions_keep_their_time() -> None:
 def test_terminal_reason_is_written_once_and_kept() -> None:
     """The entering pass writes reason and message; later passes (no reason) keep them."""
     entered = compute_conditions(
-        "Failed", failed_pass=False, existing=(), now=T1,
-        reason=TerminalReason.JOB_LOST, message="Job x disappeared",
+        "Failed",
+        failed_pass=False,
+        existing=(),
+        now=T1,
+        reason=TerminalReason.JOB_LOST,
+        message="Job x disappeared",
     )
     failed = next(c for c in entered if c.type == "Failed")
     assert (failed.reason, failed.message) == ("JobLost", "Job x disappeared")
@@ -98,7 +98,10 @@ def test_wire_form_round_trip() -> None:
     }
     assert Condition.from_dict(raw) == condition
     assert Condition("Ready", "True", T1).to_dict().keys() == {
-        "type", "status", "lastTransitionTime"}
+        "type",
+        "status",
+        "lastTransitionTime",
+    }
 
 
 def test_unparsable_time_does_not_stop_the_pass() -> None:

@@ -1,7 +1,7 @@
 """Regression tests named after the defects whose fix lives in the lifecycle chart.
 
 Each runs the scenario of `scenarios/*.yaml` that tells the story; the names follow
-decisions.md (`test_d<N>_...`). D9/D10/D18/D22 also hold as invariants in every scenario
+docs/behaviour.md §6 (`test_d<N>_...`). D9/D10/D18/D22 also hold as invariants in every scenario
 (`lifecycle_harness._check_invariants`).
 """
 
@@ -19,8 +19,23 @@ def test_d3_job_pending_without_refs_goes_back_to_initializing() -> None:
     run("decisions", "D3 JobPending without its refs goes back to Initializing, startTime set once")
 
 
-def test_d3_start_time_is_set_once_across_a_job_recreation() -> None:
-    run("job-lost", "re-created once, then Failed when it vanishes again")
+def test_d18b_a_vanished_job_fails_the_task_and_is_never_recreated() -> None:
+    run("job-lost", "a Job that vanishes while Running fails the Task and is never re-created")
+    run("job-lost", "a Job deleted by someone while Running fails the Task, then is let go")
+
+
+def test_d18b_a_job_lost_before_it_was_recorded_is_not_made_again() -> None:
+    run("job-lost", "a Job created, then removed before status.jobRef recorded it, fails the Task")
+    run(
+        "job-lost",
+        "a Running Task with no jobRef and no Job (a restored status) fails instead of running again",
+    )
+
+
+def test_d18b_an_observable_outcome_wins_over_workflow_termination() -> None:
+    run("workflow", "terminated while Running whose Job already succeeded records the success")
+    run("workflow", "terminated while Running whose Job already failed keeps the real reason")
+    run("workflow", "terminated while JobPending whose unrecorded Job already succeeded")
 
 
 def test_d6_job_with_another_uid_is_adopted_while_running() -> None:

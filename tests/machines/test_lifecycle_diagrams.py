@@ -2,7 +2,7 @@
 
 Compared in text form: Mermaid, DOT (our renderer is deterministic) and the generated blocks
 of docs/lifecycle.md. SVG and PNG depend on the Graphviz version, so they are only checked to
-exist and to render. Fix a failure with `python -m machines.render`.
+exist and to render. Fix a failure with `python -m machines.diagrams.render`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from machines import catalog, diagram, render
+from machines import catalog
+from machines.diagrams import graph as diagram
+from machines.diagrams import render
 
 
 @pytest.mark.parametrize("path", list(render.expected_texts()), ids=lambda p: p.name)
@@ -20,10 +22,16 @@ def test_committed_text_is_fresh(path: Path) -> None:
     fresh = render.expected_texts()[path]
     committed = path.read_text(encoding="utf-8") if path.exists() else ""
     if committed != fresh:
-        diff = "".join(difflib.unified_diff(
-            committed.splitlines(keepends=True), fresh.splitlines(keepends=True),
-            fromfile=f"{path} (committed)", tofile="fresh render", n=1))
-        pytest.fail(f"{path} is stale; run: python -m machines.render\n{diff}")
+        diff = "".join(
+            difflib.unified_diff(
+                committed.splitlines(keepends=True),
+                fresh.splitlines(keepends=True),
+                fromfile=f"{path} (committed)",
+                tofile="fresh render",
+                n=1,
+            )
+        )
+        pytest.fail(f"{path} is stale; run: python -m machines.diagrams.render\n{diff}")
 
 
 def test_check_command_agrees() -> None:

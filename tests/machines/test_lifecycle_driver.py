@@ -9,16 +9,20 @@ from datetime import UTC, datetime
 import lifecycle_harness
 import pytest
 
-from machines.driver import PassError, PassOutcome, run_pass
-from machines.guards import ObservationGuards
-from machines.model import EFFECT_NAMES
-from machines.observation import JobState, TaskObservation
-from machines.task import TaskLifecycle
+from machines.task.chart import TaskLifecycle
+from machines.task.driver import PassError, PassOutcome, run_pass
+from machines.task.guards import ObservationGuards
+from machines.task.model import EFFECT_NAMES
+from machines.task.observation import JobState, TaskObservation
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 PENDING = TaskObservation(
-    phase="JobPending", has_finalizer=True, owned_by_workflow=True, mpe_selected=True,
-    function_selected=True, mpe_ready=True,
+    phase="JobPending",
+    has_finalizer=True,
+    owned_by_workflow=True,
+    mpe_selected=True,
+    function_selected=True,
+    mpe_ready=True,
 )
 
 
@@ -91,6 +95,7 @@ def test_a_model_lacking_callbacks_is_an_error_not_a_crash() -> None:
 
 def test_an_internal_error_is_an_error_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
     """D23: whatever raises inside the driver comes back in the outcome."""
+
     def broken(self: TaskLifecycle, event: str, *args: object, **kwargs: object) -> None:
         raise RuntimeError("library bug")
 
@@ -102,8 +107,7 @@ def test_an_internal_error_is_an_error_not_a_crash(monkeypatch: pytest.MonkeyPat
 
 def test_several_errors_aggregate_like_the_reference() -> None:
     """`status.message` joins several errors as `[a, b]` (§3.14)."""
-    outcome = PassOutcome(phase="Running", state="running",
-                          errors=(PassError("a"), PassError("b")))
+    outcome = PassOutcome(phase="Running", state="running", errors=(PassError("a"), PassError("b")))
     assert outcome.message == "[a, b]"
     assert outcome.error == PassError("a")
     assert PassOutcome(phase="", state="new").message == ""

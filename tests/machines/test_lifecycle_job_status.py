@@ -1,7 +1,7 @@
 """F8: Kubernetes ≥ 1.31 Job conditions, read by type, mapped to the Task phase.
 
 Table test over `interpret_job_conditions`, then the same condition lists through a Running
-pass (`run_pass`) to the Task phase they must produce. Rows from failure-modes.md F8:
+pass (`run_pass`) to the Task phase they must produce. Rows from docs/behaviour.md F8:
 `[SuccessCriteriaMet]`, `[SuccessCriteriaMet, Complete]`, `[FailureTarget]` held before
 `Failed`, `[Failed reason=DeadlineExceeded]`, `failed > 0` then `Complete` after retries; plus
 the orderings and False statuses that broke `conditions[0]` readers.
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from lifecycle_harness import FakeModel
 
-from machines.driver import run_pass
-from machines.job_status import interpret_job_conditions
-from machines.observation import JobState, TaskObservation
+from machines.task.driver import run_pass
+from machines.task.job_status import interpret_job_conditions
+from machines.task.observation import JobState, TaskObservation
 
 
 def cond(type_: str, status: str = "True", **extra: str) -> dict[str, str]:
@@ -112,9 +112,16 @@ def test_client_objects_are_accepted() -> None:
 def test_job_conditions_map_to_the_task_phase(conditions: Any, phase: str) -> None:
     """A Running Task whose Job shows these conditions ends the pass in `phase`."""
     observation = TaskObservation(
-        phase="Running", has_finalizer=True, owned_by_workflow=True, mpe_selected=True,
-        function_selected=True, mpe_ready=True, job=interpret_job_conditions(conditions),
-        job_uid="u1", job_ref_uid="u1", job_protected=True,
+        phase="Running",
+        has_finalizer=True,
+        owned_by_workflow=True,
+        mpe_selected=True,
+        function_selected=True,
+        mpe_ready=True,
+        job=interpret_job_conditions(conditions),
+        job_uid="u1",
+        job_ref_uid="u1",
+        job_protected=True,
     )
     outcome = run_pass(observation, FakeModel({}), now=datetime(2024, 5, 1, tzinfo=UTC))
     assert outcome.error is None
@@ -124,8 +131,14 @@ def test_job_conditions_map_to_the_task_phase(conditions: Any, phase: str) -> No
 def test_failed_pods_then_complete_over_passes() -> None:
     """`failed > 0` with no terminal condition keeps Running; `Complete` later succeeds."""
     base = TaskObservation(
-        phase="Running", has_finalizer=True, owned_by_workflow=True, mpe_selected=True,
-        function_selected=True, mpe_ready=True, job=JobState.ACTIVE, job_uid="u1",
+        phase="Running",
+        has_finalizer=True,
+        owned_by_workflow=True,
+        mpe_selected=True,
+        function_selected=True,
+        mpe_ready=True,
+        job=JobState.ACTIVE,
+        job_uid="u1",
         job_ref_uid="u1",
     )
     now = datetime(2024, 5, 1, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 Compared in text form: Mermaid, DOT and the generated blocks of docs/workflow-lifecycle.md.
 SVG and PNG depend on the Graphviz version, so they are only checked to exist and render.
-Fix a failure with `python -m machines.render --chart workflow`.
+Fix a failure with `python -m machines.diagrams.render --chart workflow`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from machines import catalog, diagram, render
-from machines.workflow import WorkflowLifecycle
-from machines.workflow_render import CHART, OUTPUTS
+from machines import catalog
+from machines.diagrams import graph as diagram
+from machines.diagrams import render
+from machines.diagrams.charts import WORKFLOW as CHART
+from machines.diagrams.render import WORKFLOW as OUTPUTS
+from machines.workflow.chart import WorkflowLifecycle
 
 
 @pytest.mark.parametrize("path", list(render.expected_texts(outputs=OUTPUTS)), ids=lambda p: p.name)
@@ -22,10 +25,18 @@ def test_committed_text_is_fresh(path: Path) -> None:
     fresh = render.expected_texts(outputs=OUTPUTS)[path]
     committed = path.read_text(encoding="utf-8") if path.exists() else ""
     if committed != fresh:
-        diff = "".join(difflib.unified_diff(
-            committed.splitlines(keepends=True), fresh.splitlines(keepends=True),
-            fromfile=f"{path} (committed)", tofile="fresh render", n=1))
-        pytest.fail(f"{path} is stale; run: python -m machines.render --chart workflow\n{diff}")
+        diff = "".join(
+            difflib.unified_diff(
+                committed.splitlines(keepends=True),
+                fresh.splitlines(keepends=True),
+                fromfile=f"{path} (committed)",
+                tofile="fresh render",
+                n=1,
+            )
+        )
+        pytest.fail(
+            f"{path} is stale; run: python -m machines.diagrams.render --chart workflow\n{diff}"
+        )
 
 
 def test_check_command_agrees() -> None:
@@ -52,7 +63,8 @@ def test_every_transition_appears_in_the_mermaid_text() -> None:
 def test_every_transition_is_in_the_docs_table() -> None:
     table = diagram.render_transition_table(CHART)
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == (
-        2 + len(catalog.transitions(WorkflowLifecycle)))
+        2 + len(catalog.transitions(WorkflowLifecycle))
+    )
 
 
 @pytest.mark.parametrize("name", ["AwaitingCompletion", "awaiting_completion", "", "Deleting"])
@@ -69,8 +81,16 @@ def test_task_phases_are_not_workflow_states() -> None:
 
 def test_highlighted_svg_renders(tmp_path: Path) -> None:
     out = tmp_path / "awaiting.svg"
-    argv = ["--chart", "workflow", "--highlight", "AwaitingCompletion", "--format", "svg",
-            "--output", str(out)]
+    argv = [
+        "--chart",
+        "workflow",
+        "--highlight",
+        "AwaitingCompletion",
+        "--format",
+        "svg",
+        "--output",
+        str(out),
+    ]
     assert render.main(argv) == 0
     assert out.read_bytes().lstrip().startswith(b"<?xml")
 

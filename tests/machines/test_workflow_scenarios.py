@@ -23,18 +23,28 @@ import lifecycle_harness
 import pytest
 
 from machines import catalog
-from machines.workflow import WorkflowLifecycle
-from machines.workflow_driver import WorkflowPassOutcome, run_pass
-from machines.workflow_guards import WorkflowObservationGuards
-from machines.workflow_model import EFFECT_NAMES, GUARD_NAMES
-from machines.workflow_observation import TERMINAL_PHASES, WorkflowObservation
+from machines.workflow.chart import WorkflowLifecycle
+from machines.workflow.driver import WorkflowPassOutcome, run_pass
+from machines.workflow.guards import WorkflowObservationGuards
+from machines.workflow.model import EFFECT_NAMES, GUARD_NAMES
+from machines.workflow.observation import TERMINAL_PHASES, WorkflowObservation
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 WAIT = 20.0
 _FIELDS = {f.name for f in dataclasses.fields(WorkflowObservation)}
 _COUNTS = ("total", "active", "succeeded", "failed")
-_EXPECT_KEYS = {"phase", "state", "effects", "error", "error_action", "reason", "conditions",
-                "requeue", "finalized", "transitions"}
+_EXPECT_KEYS = {
+    "phase",
+    "state",
+    "effects",
+    "error",
+    "error_action",
+    "reason",
+    "conditions",
+    "requeue",
+    "finalized",
+    "transitions",
+}
 
 
 class InjectedError(RuntimeError):
@@ -129,11 +139,13 @@ def _check_invariants(before: WorkflowObservation, outcome: WorkflowPassOutcome)
     if outcome.phase == "Failed" and before.phase != "Failed":
         assert before.fatal_failures, "Failed only through a FailWorkflow Task"
     if outcome.phase == "Succeeded" and before.phase != "Succeeded":
-        assert before.active == 0 and not before.fatal_failures
+        assert before.active == 0
+        assert not before.fatal_failures
         assert before.seconds_since_end is not None
         assert before.seconds_since_end >= before.waiting_seconds
     if outcome.requeue_after is not None:
-        assert outcome.phase == "AwaitingCompletion" and outcome.error is None
+        assert outcome.phase == "AwaitingCompletion"
+        assert outcome.error is None
         assert 0 <= outcome.requeue_after <= before.waiting_seconds
 
 
@@ -144,7 +156,8 @@ def _check(step: int, expect: Mapping[str, Any], outcome: WorkflowPassOutcome) -
     if "state" in expect:
         assert outcome.state == expect["state"], f"{where}: state {outcome.state!r}"
     assert list(outcome.effects) == list(expect.get("effects", [])), (
-        f"{where}: effects {list(outcome.effects)}")
+        f"{where}: effects {list(outcome.effects)}"
+    )
     if "error" in expect:
         assert outcome.error is not None, f"{where}: expected an error"
         assert expect["error"] in outcome.message, f"{where}: message {outcome.message!r}"
@@ -155,7 +168,8 @@ def _check(step: int, expect: Mapping[str, Any], outcome: WorkflowPassOutcome) -
     reason = outcome.reason.value if outcome.reason else None
     assert reason == expect.get("reason"), f"{where}: reason {reason!r}"
     assert outcome.requeue_after == expect.get("requeue"), (
-        f"{where}: requeue_after {outcome.requeue_after!r}")
+        f"{where}: requeue_after {outcome.requeue_after!r}"
+    )
     if "conditions" in expect:
         got = {cond.type: cond.status for cond in outcome.conditions}
         wanted = {}
@@ -170,7 +184,8 @@ def _check(step: int, expect: Mapping[str, Any], outcome: WorkflowPassOutcome) -
         assert outcome.finalized is expect["finalized"], f"{where}: finalized"
     if "transitions" in expect:
         assert list(outcome.transitions) == list(expect["transitions"]), (
-            f"{where}: transitions {list(outcome.transitions)}")
+            f"{where}: transitions {list(outcome.transitions)}"
+        )
 
 
 def run_scenario(scenario: Mapping[str, Any]) -> list[WorkflowPassOutcome]:
@@ -200,102 +215,187 @@ def run_scenario(scenario: Mapping[str, Any]) -> list[WorkflowPassOutcome]:
 
 SET_UP = {"has_finalizer": True, "labels_set": True, "counts_recorded": True}
 RUNNING = {**SET_UP, "phase": "Running", "total": 3, "active": 3}
-AWAITING = {**SET_UP, "phase": "AwaitingCompletion", "total": 3, "succeeded": 3,
-            "seconds_since_end": 0.0}
+AWAITING = {
+    **SET_UP,
+    "phase": "AwaitingCompletion",
+    "total": 3,
+    "succeeded": 3,
+    "seconds_since_end": 0.0,
+}
 ALL_DONE = {"active": 0, "succeeded": 3}
-FIRST_PASS = ["add_workflow_finalizer", "set_workflow_labels", "record_task_counts",
-              "record_queued_time"]
+FIRST_PASS = [
+    "add_workflow_finalizer",
+    "set_workflow_labels",
+    "record_task_counts",
+    "record_queued_time",
+]
 
 SCENARIOS: list[dict[str, Any]] = [
     {
         "name": "three Tasks run and the Workflow succeeds after the waiting duration",
         "passes": [
-            {"expect": {"phase": "Initializing", "effects": FIRST_PASS,
-                        "conditions": {"Ready": "False"},
-                        "transitions": [
-                            "live --finalizer_missing--> (stays)",
-                            "live --labels_missing--> (stays)",
-                            "live --tasks_counted--> (stays)",
-                            "new --observed--> initializing"]}},
+            {
+                "expect": {
+                    "phase": "Initializing",
+                    "effects": FIRST_PASS,
+                    "conditions": {"Ready": "False"},
+                    "transitions": [
+                        "live --finalizer_missing--> (stays)",
+                        "live --labels_missing--> (stays)",
+                        "live --tasks_counted--> (stays)",
+                        "new --observed--> initializing",
+                    ],
+                }
+            },
             {"expect": {"phase": "Initializing"}},  # no Task yet: nothing to do
-            {"given": {"total": 3, "active": 3},
-             "expect": {"phase": "Running", "effects": ["record_task_counts", "record_start_time"],
-                        "conditions": {"Ready": "True"}}},
-            {"given": {"active": 2, "succeeded": 1},
-             "expect": {"phase": "Running", "effects": ["record_task_counts"]}},
-            {"given": ALL_DONE,
-             "expect": {"phase": "AwaitingCompletion",
-                        "effects": ["record_task_counts", "record_end_time"], "requeue": WAIT,
-                        "conditions": {"Ready": "True"}}},
-            {"given": {"elapse": 5},
-             "expect": {"phase": "AwaitingCompletion", "requeue": WAIT - 5}},
-            {"given": {"elapse": 15},
-             "expect": {"phase": "Succeeded", "effects": ["ensure_end_time"],
-                        "reason": "TasksCompleted",
-                        "conditions": {"Ready": "False", "Complete": "True/TasksCompleted"}}},
-            {"expect": {"phase": "Succeeded", "conditions": {"Ready": "False",
-                                                             "Complete": "True"}}},
+            {
+                "given": {"total": 3, "active": 3},
+                "expect": {
+                    "phase": "Running",
+                    "effects": ["record_task_counts", "record_start_time"],
+                    "conditions": {"Ready": "True"},
+                },
+            },
+            {
+                "given": {"active": 2, "succeeded": 1},
+                "expect": {"phase": "Running", "effects": ["record_task_counts"]},
+            },
+            {
+                "given": ALL_DONE,
+                "expect": {
+                    "phase": "AwaitingCompletion",
+                    "effects": ["record_task_counts", "record_end_time"],
+                    "requeue": WAIT,
+                    "conditions": {"Ready": "True"},
+                },
+            },
+            {
+                "given": {"elapse": 5},
+                "expect": {"phase": "AwaitingCompletion", "requeue": WAIT - 5},
+            },
+            {
+                "given": {"elapse": 15},
+                "expect": {
+                    "phase": "Succeeded",
+                    "effects": ["ensure_end_time"],
+                    "reason": "TasksCompleted",
+                    "conditions": {"Ready": "False", "Complete": "True/TasksCompleted"},
+                },
+            },
+            {
+                "expect": {
+                    "phase": "Succeeded",
+                    "conditions": {"Ready": "False", "Complete": "True"},
+                }
+            },
         ],
     },
     {
         "name": "a Task added while AwaitingCompletion brings the Workflow back to Running",
         "start": AWAITING,
         "passes": [
-            {"given": {"elapse": 12, "total": 4, "active": 1},
-             "expect": {"phase": "Running", "effects": ["record_task_counts", "clear_end_time"]}},
-            {"given": {"active": 0, "succeeded": 4},
-             "expect": {"phase": "AwaitingCompletion",
-                        "effects": ["record_task_counts", "record_end_time"], "requeue": WAIT}},
-            {"given": {"elapse": 12},
-             "expect": {"phase": "AwaitingCompletion", "requeue": WAIT - 12}},
-            {"given": {"elapse": 8},
-             "expect": {"phase": "Succeeded", "effects": ["ensure_end_time"],
-                        "reason": "TasksCompleted"}},
+            {
+                "given": {"elapse": 12, "total": 4, "active": 1},
+                "expect": {"phase": "Running", "effects": ["record_task_counts", "clear_end_time"]},
+            },
+            {
+                "given": {"active": 0, "succeeded": 4},
+                "expect": {
+                    "phase": "AwaitingCompletion",
+                    "effects": ["record_task_counts", "record_end_time"],
+                    "requeue": WAIT,
+                },
+            },
+            {
+                "given": {"elapse": 12},
+                "expect": {"phase": "AwaitingCompletion", "requeue": WAIT - 12},
+            },
+            {
+                "given": {"elapse": 8},
+                "expect": {
+                    "phase": "Succeeded",
+                    "effects": ["ensure_end_time"],
+                    "reason": "TasksCompleted",
+                },
+            },
         ],
     },
     {
         "name": "AwaitingCompletion without an endTime runs again and restamps it",
         "start": {**AWAITING, "seconds_since_end": None},
         "passes": [
-            {"expect": {"phase": "Running",
-                        "transitions": ["awaiting_completion --observed [not end_time_set]--> running"]}},
-            {"expect": {"phase": "AwaitingCompletion", "effects": ["record_end_time"],
-                        "requeue": WAIT}},
+            {
+                "expect": {
+                    "phase": "Running",
+                    "transitions": ["awaiting_completion --observed [not end_time_set]--> running"],
+                }
+            },
+            {
+                "expect": {
+                    "phase": "AwaitingCompletion",
+                    "effects": ["record_end_time"],
+                    "requeue": WAIT,
+                }
+            },
         ],
     },
     {
         "name": "a failed Task with FailWorkflow fails the running Workflow",
         "start": RUNNING,
         "passes": [
-            {"given": {"active": 2, "failed": 1, "fatal_failures": ("t2",)},
-             "expect": {"phase": "Failed", "effects": ["record_task_counts", "ensure_end_time"],
-                        "reason": "TaskFailed",
-                        "conditions": {"Ready": "False", "Failed": "True/TaskFailed"}}},
+            {
+                "given": {"active": 2, "failed": 1, "fatal_failures": ("t2",)},
+                "expect": {
+                    "phase": "Failed",
+                    "effects": ["record_task_counts", "ensure_end_time"],
+                    "reason": "TaskFailed",
+                    "conditions": {"Ready": "False", "Failed": "True/TaskFailed"},
+                },
+            },
             # The Task controller now fails the other Tasks; the counters follow.
-            {"given": {"active": 0, "failed": 3, "fatal_failures": ("t1", "t2", "t3")},
-             "expect": {"phase": "Failed", "effects": ["record_task_counts"]}},
+            {
+                "given": {"active": 0, "failed": 3, "fatal_failures": ("t1", "t2", "t3")},
+                "expect": {"phase": "Failed", "effects": ["record_task_counts"]},
+            },
         ],
     },
     {
         "name": "a failed Task with Ignore does not fail the Workflow",
         "start": RUNNING,
         "passes": [
-            {"given": {"active": 2, "failed": 1},
-             "expect": {"phase": "Running", "effects": ["record_task_counts"],
-                        "transitions": ["live --tasks_counted--> (stays)"]}},
-            {"given": {"active": 0, "succeeded": 2},
-             "expect": {"phase": "AwaitingCompletion",
-                        "effects": ["record_task_counts", "record_end_time"], "requeue": WAIT}},
-            {"given": {"elapse": WAIT},
-             "expect": {"phase": "Succeeded", "effects": ["ensure_end_time"],
-                        "reason": "TasksCompleted"}},
+            {
+                "given": {"active": 2, "failed": 1},
+                "expect": {
+                    "phase": "Running",
+                    "effects": ["record_task_counts"],
+                    "transitions": ["live --tasks_counted--> (stays)"],
+                },
+            },
+            {
+                "given": {"active": 0, "succeeded": 2},
+                "expect": {
+                    "phase": "AwaitingCompletion",
+                    "effects": ["record_task_counts", "record_end_time"],
+                    "requeue": WAIT,
+                },
+            },
+            {
+                "given": {"elapse": WAIT},
+                "expect": {
+                    "phase": "Succeeded",
+                    "effects": ["ensure_end_time"],
+                    "reason": "TasksCompleted",
+                },
+            },
         ],
     },
     {
         "name": "a New Workflow whose Task already failed is queued first, then fails",
         "passes": [
-            {"given": {"total": 1, "failed": 1, "fatal_failures": ("t1",)},
-             "expect": {"phase": "Initializing", "effects": FIRST_PASS}},
+            {
+                "given": {"total": 1, "failed": 1, "fatal_failures": ("t1",)},
+                "expect": {"phase": "Initializing", "effects": FIRST_PASS},
+            },
             {"expect": {"phase": "Failed", "effects": ["ensure_end_time"], "reason": "TaskFailed"}},
         ],
     },
@@ -303,78 +403,150 @@ SCENARIOS: list[dict[str, Any]] = [
         "name": "D20: a Task list error is returned and nothing moves",
         "start": RUNNING,
         "passes": [
-            {"given": {"list_error": "the Task cache has not synced yet", "active": 0,
-                       "succeeded": 3},
-             "expect": {"phase": "Running", "error": "failed to list Tasks: the Task cache",
-                        "error_action": "report_list_error",
-                        "conditions": {"Ready": "False"}}},
-            {"given": {"list_error": ""},
-             "expect": {"phase": "AwaitingCompletion",
-                        "effects": ["record_task_counts", "record_end_time"], "requeue": WAIT,
-                        "conditions": {"Ready": "True"}}},
+            {
+                "given": {
+                    "list_error": "the Task cache has not synced yet",
+                    "active": 0,
+                    "succeeded": 3,
+                },
+                "expect": {
+                    "phase": "Running",
+                    "error": "failed to list Tasks: the Task cache",
+                    "error_action": "report_list_error",
+                    "conditions": {"Ready": "False"},
+                },
+            },
+            {
+                "given": {"list_error": ""},
+                "expect": {
+                    "phase": "AwaitingCompletion",
+                    "effects": ["record_task_counts", "record_end_time"],
+                    "requeue": WAIT,
+                    "conditions": {"Ready": "True"},
+                },
+            },
         ],
     },
     {
         "name": "D20: Failed wins over Succeeded in the pass that decides it",
         "start": {**AWAITING, "seconds_since_end": WAIT + 5},
         "passes": [
-            {"given": {"total": 4, "failed": 1, "fatal_failures": ("late",)},
-             "expect": {"phase": "Failed", "effects": ["record_task_counts", "ensure_end_time"],
-                        "reason": "TaskFailed"}},
+            {
+                "given": {"total": 4, "failed": 1, "fatal_failures": ("late",)},
+                "expect": {
+                    "phase": "Failed",
+                    "effects": ["record_task_counts", "ensure_end_time"],
+                    "reason": "TaskFailed",
+                },
+            },
         ],
     },
     {
         "name": "D20: Failed wins over Running in Initializing",
         "start": {**SET_UP, "phase": "Initializing"},
         "passes": [
-            {"given": {"total": 2, "active": 1, "failed": 1, "fatal_failures": ("t1",)},
-             "expect": {"phase": "Failed", "effects": ["record_task_counts", "ensure_end_time"],
-                        "reason": "TaskFailed"}},
+            {
+                "given": {"total": 2, "active": 1, "failed": 1, "fatal_failures": ("t1",)},
+                "expect": {
+                    "phase": "Failed",
+                    "effects": ["record_task_counts", "ensure_end_time"],
+                    "reason": "TaskFailed",
+                },
+            },
         ],
     },
     {
         "name": "deleting waits for its active Tasks, then releases the finalizer",
         "start": RUNNING,
         "passes": [
-            {"given": {"deletion_requested": True},
-             "expect": {"phase": "Running", "state": "deleting",
-                        "error": "not all Tasks have terminated",
-                        "error_action": "report_tasks_active"}},
-            {"given": {"total": 1, "active": 1},
-             "expect": {"phase": "Running", "state": "deleting", "effects": ["record_task_counts"],
-                        "error": "not all Tasks have terminated"}},
-            {"given": {"list_error": "boom"},
-             "expect": {"phase": "Running", "state": "deleting", "error": "failed to list Tasks"}},
-            {"given": {"list_error": "", "total": 0, "active": 0},
-             "expect": {"phase": "Running", "state": "finalized", "finalized": True,
-                        "effects": ["record_task_counts", "remove_workflow_finalizer"]}},
+            {
+                "given": {"deletion_requested": True},
+                "expect": {
+                    "phase": "Running",
+                    "state": "deleting",
+                    "error": "not all Tasks have terminated",
+                    "error_action": "report_tasks_active",
+                },
+            },
+            {
+                "given": {"total": 1, "active": 1},
+                "expect": {
+                    "phase": "Running",
+                    "state": "deleting",
+                    "effects": ["record_task_counts"],
+                    "error": "not all Tasks have terminated",
+                },
+            },
+            {
+                "given": {"list_error": "boom"},
+                "expect": {
+                    "phase": "Running",
+                    "state": "deleting",
+                    "error": "failed to list Tasks",
+                },
+            },
+            {
+                "given": {"list_error": "", "total": 0, "active": 0},
+                "expect": {
+                    "phase": "Running",
+                    "state": "finalized",
+                    "finalized": True,
+                    "effects": ["record_task_counts", "remove_workflow_finalizer"],
+                },
+            },
         ],
     },
     {
         "name": "a terminating Workflow without our finalizer just goes",
         "start": {"phase": "", "deletion_requested": True, "total": 2, "active": 2},
         "passes": [
-            {"expect": {"phase": "", "state": "finalized", "finalized": True,
-                        "transitions": ["live --deletion_requested--> deleting",
-                                        "deleting --observed [not finalizer_present]--> finalized"]}},
+            {
+                "expect": {
+                    "phase": "",
+                    "state": "finalized",
+                    "finalized": True,
+                    "transitions": [
+                        "live --deletion_requested--> deleting",
+                        "deleting --observed [not finalizer_present]--> finalized",
+                    ],
+                }
+            },
         ],
     },
     {
         "name": "a failing effect ends the pass with its error and no phase change",
         "start": {**SET_UP, "phase": "Initializing"},
         "passes": [
-            {"given": {"total": 1, "active": 1}, "fail": {"record_start_time": "boom"},
-             "expect": {"phase": "Initializing", "effects": ["record_task_counts"],
-                        "error": "boom", "error_action": "record_start_time",
-                        "conditions": {"Ready": "False"}}},
+            {
+                "given": {"total": 1, "active": 1},
+                "fail": {"record_start_time": "boom"},
+                "expect": {
+                    "phase": "Initializing",
+                    "effects": ["record_task_counts"],
+                    "error": "boom",
+                    "error_action": "record_start_time",
+                    "conditions": {"Ready": "False"},
+                },
+            },
             {"expect": {"phase": "Running", "effects": ["record_start_time"]}},
-            {"given": {"deletion_requested": True, "active": 0, "succeeded": 1},
-             "fail": {"remove_workflow_finalizer": "409 Conflict"},
-             "expect": {"phase": "Running", "state": "deleting",
-                        "effects": ["record_task_counts"], "error": "409 Conflict",
-                        "error_action": "remove_workflow_finalizer"}},
-            {"expect": {"phase": "Running", "state": "finalized",
-                        "effects": ["remove_workflow_finalizer"]}},
+            {
+                "given": {"deletion_requested": True, "active": 0, "succeeded": 1},
+                "fail": {"remove_workflow_finalizer": "409 Conflict"},
+                "expect": {
+                    "phase": "Running",
+                    "state": "deleting",
+                    "effects": ["record_task_counts"],
+                    "error": "409 Conflict",
+                    "error_action": "remove_workflow_finalizer",
+                },
+            },
+            {
+                "expect": {
+                    "phase": "Running",
+                    "state": "finalized",
+                    "effects": ["remove_workflow_finalizer"],
+                }
+            },
         ],
     },
     {
@@ -386,13 +558,22 @@ SCENARIOS: list[dict[str, Any]] = [
     },
     {
         "name": "a terminated Workflow ignores later Task changes except in its counters",
-        "start": {**SET_UP, "phase": "Succeeded", "total": 3, "succeeded": 3,
-                  "seconds_since_end": 30.0},
+        "start": {
+            **SET_UP,
+            "phase": "Succeeded",
+            "total": 3,
+            "succeeded": 3,
+            "seconds_since_end": 30.0,
+        },
         "passes": [
-            {"given": {"total": 4, "active": 1},
-             "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]}},
-            {"given": {"active": 0, "failed": 1, "fatal_failures": ("late",)},
-             "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]}},
+            {
+                "given": {"total": 4, "active": 1},
+                "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]},
+            },
+            {
+                "given": {"active": 0, "failed": 1, "fatal_failures": ("late",)},
+                "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]},
+            },
         ],
     },
 ]

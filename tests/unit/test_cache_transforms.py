@@ -5,7 +5,12 @@ from __future__ import annotations
 import copy
 import json
 
-from taskfsm.kube.transforms import LAST_APPLIED, SHARED_STRING_MAX, default_transform, job_transform
+from taskfsm.kube.transforms import (
+    LAST_APPLIED,
+    SHARED_STRING_MAX,
+    default_transform,
+    job_transform,
+)
 
 
 def task(name: str) -> dict:
@@ -20,8 +25,17 @@ def task(name: str) -> dict:
             "annotations": {LAST_APPLIED: json.dumps({"spec": {"x": 1}}), "keep": "me"},
             "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
         },
-        "spec": {"templatePatches": {"spec": {"template": {"spec": {"containers": [{"name": "main", "args": ["a"] * 3}]}}}}},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "message": "m" * 200}]},
+        "spec": {
+            "templatePatches": {
+                "spec": {
+                    "template": {"spec": {"containers": [{"name": "main", "args": ["a"] * 3}]}}
+                }
+            }
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True", "message": "m" * 200}],
+        },
     }
 
 
@@ -29,7 +43,13 @@ def job() -> dict:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "task-1", "namespace": "media", "uid": "u", "finalizers": ["engine.nagare.media/job-protection"], "managedFields": [{}]},
+        "metadata": {
+            "name": "task-1",
+            "namespace": "media",
+            "uid": "u",
+            "finalizers": ["engine.nagare.media/job-protection"],
+            "managedFields": [{}],
+        },
         "spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}},
         "status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1},
     }
@@ -62,8 +82,13 @@ def test_repeated_strings_are_stored_once_across_objects():
     assert next(iter(a["status"])) is next(iter(b["status"]))
     assert a["status"]["conditions"][0]["type"] is b["status"]["conditions"][0]["type"]
     # Long values (messages) are left alone: rarely repeated, not worth a shared table entry.
-    long_a, long_b = a["status"]["conditions"][0]["message"], b["status"]["conditions"][0]["message"]
-    assert len(long_a) > SHARED_STRING_MAX and long_a == long_b and long_a is not long_b
+    long_a, long_b = (
+        a["status"]["conditions"][0]["message"],
+        b["status"]["conditions"][0]["message"],
+    )
+    assert len(long_a) > SHARED_STRING_MAX
+    assert long_a == long_b
+    assert long_a is not long_b
 
 
 def test_job_transform_keeps_identity_finalizers_and_status_not_the_pod_template():
@@ -71,5 +96,7 @@ def test_job_transform_keeps_identity_finalizers_and_status_not_the_pod_template
     cached = job_transform(original)
     assert "spec" in original, "the informer's event object must not be changed"
     assert set(cached) == {"apiVersion", "kind", "metadata", "status"}
-    assert cached["metadata"] == {k: v for k, v in original["metadata"].items() if k != "managedFields"}
+    assert cached["metadata"] == {
+        k: v for k, v in original["metadata"].items() if k != "managedFields"
+    }
     assert cached["status"] == original["status"]

@@ -11,7 +11,9 @@ from taskfsm.testing.controlplane import BUILD_SCRIPT
 
 def run_build(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **env_extra}
-    return subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False
+    )
 
 
 def make_binaries(directory: Path, names: tuple[str, ...]) -> None:
@@ -38,14 +40,15 @@ def test_kubebuilder_assets_without_binaries_fails_loudly(tmp_path):
 
 
 def test_cached_binaries_are_reused(tmp_path):
-    """With all three binaries in the cache directory for this go.sum, nothing is built."""
+    """With all four binaries (etcd, kube-apiserver, kube-controller-manager, kubectl) in the
+    cache directory for this go.sum, nothing is built."""
     import hashlib
 
     go_sum = BUILD_SCRIPT.parent / "go.sum"
     key = "v1.35.4-" + hashlib.sha256(go_sum.read_bytes()).hexdigest()[:12]
     cached = tmp_path / key
     cached.mkdir()
-    make_binaries(cached, ("etcd", "kube-apiserver", "kube-controller-manager"))
+    make_binaries(cached, ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl"))
     proc = run_build({"TASKFSM_CONTROLPLANE_CACHE": str(tmp_path), "KUBEBUILDER_ASSETS": ""})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(cached)

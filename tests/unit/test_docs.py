@@ -20,7 +20,10 @@ RUN_FLAG = re.compile(r"`(--[a-z][a-z-]+)")
 def subcommands() -> dict[str, set[str]]:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    return {name: {opt for action in p._actions for opt in action.option_strings} for name, p in sub.choices.items()}
+    return {
+        name: {opt for action in p._actions for opt in action.option_strings}
+        for name, p in sub.choices.items()
+    }
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from taskfsm import deploygen, rbac
+from taskfsm.tools import deploygen, rbac
 
 
 def test_deploy_files_are_fresh():
-    """Regenerating deploy/ changes nothing (run `python -m taskfsm.deploygen` if this fails)."""
-    assert deploygen.stale_files() == [], "stale deploy/ files: run `python -m taskfsm.deploygen`"
+    """Regenerating deploy/ changes nothing (run `python -m taskfsm.tools.deploygen` if this fails)."""
+    assert deploygen.stale_files() == [], (
+        "stale deploy/ files: run `python -m taskfsm.tools.deploygen`"
+    )
 
 
 def test_every_rule_says_why_and_has_verbs():
     """Each RBAC rule documents its reason and grants at least one verb, none of them '*'."""
     for rule in (*rbac.RULES, *rbac.LEASE_RULES):
-        assert rule.why and rule.verbs
-        assert "*" not in rule.verbs and "*" not in rule.resources
+        assert rule.why
+        assert rule.verbs
+        assert "*" not in rule.verbs
+        assert "*" not in rule.resources

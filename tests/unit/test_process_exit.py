@@ -35,8 +35,12 @@ SCRIPT = textwrap.dedent(
 
 
 def run(code: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own script
-        [sys.executable, "-c", SCRIPT, str(code)], capture_output=True, text=True, timeout=60, check=False
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from taskfsm.queue import ShutDown, WorkQueue
+from taskfsm.manager.queue import ShutDown, WorkQueue
 
 
 class FakeClock:
@@ -32,7 +32,11 @@ def test_duplicate_adds_are_queued_once(queue):
     for _ in range(3):
         queue.add("ns/a")
     queue.add("ns/b")
-    assert [queue.get(timeout=0), queue.get(timeout=0), queue.get(timeout=0)] == ["ns/a", "ns/b", None]
+    assert [queue.get(timeout=0), queue.get(timeout=0), queue.get(timeout=0)] == [
+        "ns/a",
+        "ns/b",
+        None,
+    ]
 
 
 def test_key_added_while_processing_is_requeued_after_done(queue):
@@ -113,7 +117,7 @@ def test_blocking_get_wakes_on_add():
 
 def test_metrics_hooks_count_adds_and_retries(clock):
     """Adds, retries and depth are reported through the metrics hooks."""
-    from taskfsm.queue import QueueMetrics
+    from taskfsm.manager.queue import QueueMetrics
 
     counts = {"add": 0, "retry": 0, "depth": []}
     metrics = QueueMetrics(
@@ -128,3 +132,48 @@ def test_metrics_hooks_count_adds_and_retries(clock):
     assert counts["add"] == 1
     assert counts["retry"] == 1
     assert counts["depth"][-1] == 1
+
+
+def test_api_failures_back_off_no_longer_than_their_cap(queue):
+    """Issue 12 item 11: with ``max_delay`` a key's retries stop growing at the cap, while the
+    failure count (and so the uncapped delay) keeps growing."""
+    delays = [queue.add_rate_limited("ns/a", max_delay=2.0) for _ in range(20)]
+    assert delays[:3] == [0.005, 0.01, 0.02]
+    assert max(delays) == 2.0
+    assert queue.failures("ns/a") == 20
+    assert queue.add_rate_limited("ns/a") > 2.0  # without the cap it is far beyond
+
+
+def test_retry_after_is_a_floor_for_the_backoff(queue):
+    """Issue 12 item 6: a retry is never sooner than the API server's Retry-After."""
+    assert queue.add_rate_limited("ns/a", min_delay=3.0) == 3.0
+    assert queue.add_rate_limited("ns/b") == 0.005
+
+
+def test_keys_in_backoff_are_retried_at_once_after_an_outage(queue, clock):
+    """Issue 12 item 11: a watch open again after a failure retries every key waiting out a
+    backoff at once; keys merely delayed (no failure) keep their time."""
+    for _ in range(12):
+        queue.add_rate_limited("ns/failed")
+    queue.add_after("ns/later", 60.0)
+    assert queue.get(timeout=0) is None
+    assert queue.retry_failed_now() == 1
+    assert queue.get(timeout=0) == "ns/failed"
+    assert queue.get(timeout=0) is None
+    assert queue.failures("ns/failed") == 12  # the next failure still backs off further
+
+
+def test_delayed_adds_of_one_key_coalesce(queue, clock):
+    """Issue 14: many delayed adds of one key within the delay make one item, and an earlier
+    one is never postponed by a later one."""
+    for _ in range(100):
+        queue.add_after("ns/wf", 0.5)
+    queue.add_after("ns/wf", 10.0)  # later: adds nothing
+    clock.now += 0.5
+    assert queue.get(timeout=0) == "ns/wf"
+    queue.done("ns/wf")
+    assert queue.get(timeout=0) is None
+    queue.add_after("ns/wf", 10.0)
+    queue.add_after("ns/wf", 1.0)  # earlier: comes first
+    clock.now += 1.0
+    assert queue.get(timeout=0) == "ns/wf"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from taskfsm.cli import main
-from taskfsm.demo import SAMPLES
+from taskfsm.tools.demo import SAMPLES
 
 
 @pytest.fixture
@@ -32,7 +32,10 @@ def test_prints_a_job_and_a_secret_with_masked_credentials(capsys, samples):
     assert code == 0
     job, secret = list(yaml.safe_load_all(out))
     assert job["kind"] == "Job"
-    assert job["spec"]["template"]["spec"]["volumes"][-1]["secret"]["secretName"] == job["metadata"]["name"]
+    assert (
+        job["spec"]["template"]["spec"]["volumes"][-1]["secret"]["secretName"]
+        == job["metadata"]["name"]
+    )
     data = json.loads(secret["stringData"]["data.json"])
     creds = data["mediaLocations"]["s3"]["s3"]["auth"]["aws"]["secretRef"]["data"]
     assert creds == {"accessKeyID": "***", "secretAccessKey": "***"}

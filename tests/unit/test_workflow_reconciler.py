@@ -1,7 +1,7 @@
 """The Workflow reconciler without a cluster: counting, status writes, requeues, triggers.
 
 A tiny in-memory API (`FakeRest`) and caches stand in for the cluster, so each rule of
-`taskfsm.workflow_reconciler` is checked directly: what is counted, what one status merge
+`taskfsm.controllers.workflow.reconciler` is checked directly: what is counted, what one status merge
 patch carries (a removed endTime as null), how long the termination wait asks to be requeued,
 that a Task cache which cannot answer is an error (D20), and which Task events wake a Workflow.
 """
@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
-from taskfsm import constants as c
-from taskfsm.cache import WrittenObjects
-from taskfsm.workflow_reconciler import (
-    WorkflowController,
+from taskfsm.api import constants as c
+from taskfsm.controllers.workflow.reconciler import (
     WorkflowReconciler,
     count_tasks,
     job_failure_action,
     task_workflow_key,
 )
+from taskfsm.controllers.workflow.watch import WorkflowWatch
+from taskfsm.kube.cache import WrittenObjects
+from taskfsm.kube.errors import Conflict
 
 NS = "ns"
 T0 = datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
@@ -42,6 +43,16 @@ class FakeInformer:
 
     def add_handler(self, handler: Any) -> None:
         self.handlers.append(handler)
+
+    def index(self, name: str, function: Any) -> None:
+        self.indexes = {**getattr(self, "indexes", {}), name: function}
+
+    def by_index(self, name: str, value: str) -> list:
+        function = self.indexes[name]
+        return [o for o in self.objects.values() if function(o) == value]
+
+    def count(self, name: str, value: str) -> int:
+        return len(self.by_index(name, value))
 
 
 class FakeCaches:
@@ -63,15 +74,40 @@ class FakeRest:
         self.patches: list[tuple[str | None, Any]] = []
         self.rv = 100
 
-    def patch(self, res: Any, namespace: str, name: str, body: Any, *, subresource: str | None = None,
-              content_type: str = "") -> dict[str, Any]:
+    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.caches.informers[c.KIND_WORKFLOW].get(namespace, name))
+
+    def patch(
+        self,
+        res: Any,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        content_type: str = "",
+    ) -> dict[str, Any]:
         self.patches.append((subresource, copy.deepcopy(body)))
         obj = copy.deepcopy(self.caches.informers[c.KIND_WORKFLOW].get(namespace, name))
+        wanted = (
+            (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
+        )
+        if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
+            raise Conflict(f"the object has been modified (want {wanted})")
+        if isinstance(body, dict) and "metadata" in body:
+            body = {
+                **body,
+                "metadata": {k: v for k, v in body["metadata"].items() if k != "resourceVersion"},
+            }
+            if not body["metadata"]:
+                del body["metadata"]
         if isinstance(body, list):  # JSON patch on /metadata/finalizers
             finalizers = obj["metadata"].setdefault("finalizers", [])
             for op in body:
                 if op["op"] == "add":
-                    finalizers.extend(op["value"] if isinstance(op["value"], list) else [op["value"]])
+                    finalizers.extend(
+                        op["value"] if isinstance(op["value"], list) else [op["value"]]
+                    )
                 elif op["op"] == "remove":
                     del finalizers[int(op["path"].rsplit("/", 1)[1])]
         else:
@@ -104,22 +140,31 @@ def workflow(name: str = "wf", **status: Any) -> dict[str, Any]:
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.KIND_WORKFLOW,
-        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "1",
-                     "finalizers": [c.FINALIZER_WORKFLOW_PROTECTION],
-                     "labels": {c.LABEL_WORKFLOW_NAMESPACE: NS, c.LABEL_WORKFLOW_NAME: name}},
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "finalizers": [c.FINALIZER_WORKFLOW_PROTECTION],
+            "labels": {c.LABEL_WORKFLOW_NAMESPACE: NS, c.LABEL_WORKFLOW_NAME: name},
+        },
         "spec": {},
         "status": status,
     }
 
 
-def task(name: str, phase: str = "", *, wf: str = "wf", labelled: bool = True, policy: str | None = None
-         ) -> dict[str, Any]:
+def task(
+    name: str, phase: str = "", *, wf: str = "wf", labelled: bool = True, policy: str | None = None
+) -> dict[str, Any]:
     labels = {c.LABEL_WORKFLOW_NAMESPACE: NS, c.LABEL_WORKFLOW_NAME: wf} if labelled else {}
     spec: dict[str, Any] = {"workflowRef": {"name": wf}}
     if policy:
         spec["jobFailurePolicy"] = {"defaultAction": policy}
-    return {"metadata": {"name": name, "namespace": NS, "labels": labels, "resourceVersion": "1"},
-            "spec": spec, "status": {"phase": phase} if phase else {}}
+    return {
+        "metadata": {"name": name, "namespace": NS, "labels": labels, "resourceVersion": "1"},
+        "spec": spec,
+        "status": {"phase": phase} if phase else {},
+    }
 
 
 class World:
@@ -129,8 +174,13 @@ class World:
         self.events = FakeEvents()
         self.now = now
         self.reconciler = WorkflowReconciler(
-            rest=self.rest, caches=self.caches, events=self.events,  # type: ignore[arg-type]
-            waiting_seconds=waiting, resync_seconds=300.0, clock=lambda: self.now)
+            rest=self.rest,
+            caches=self.caches,
+            events=self.events,  # type: ignore[arg-type]
+            waiting_seconds=waiting,
+            resync_seconds=300.0,
+            clock=lambda: self.now,
+        )
 
     def add(self, *objs: dict[str, Any]) -> None:
         for obj in objs:
@@ -145,9 +195,16 @@ class World:
 
 
 def test_count_tasks_by_phase_and_policy() -> None:
-    count = count_tasks([task("a"), task("b", "Running"), task("c", "Succeeded"),
-                         task("d", "Failed"), task("e", "Failed", policy="Ignore"),
-                         task("f", "Failed", policy="FailWorkflow")])
+    count = count_tasks(
+        [
+            task("a"),
+            task("b", "Running"),
+            task("c", "Succeeded"),
+            task("d", "Failed"),
+            task("e", "Failed", policy="Ignore"),
+            task("f", "Failed", policy="FailWorkflow"),
+        ]
+    )
     assert (count.total, count.active, count.succeeded, count.failed) == (6, 2, 1, 3)
     assert count.fatal_failures == ("d", "f")
 
@@ -173,13 +230,19 @@ def test_a_new_workflow_gets_finalizer_labels_and_status_in_one_reconcile() -> N
     new["metadata"].pop("labels")
     w.add(new, task("a", "Running"))
     result = w.reconciler.reconcile(f"{NS}/wf")
-    assert result.error is None and result.requeue_after == 300.0
+    assert result.error is None
+    assert result.requeue_after == 300.0
     stored = w.wf()
     assert stored["metadata"]["finalizers"] == [c.FINALIZER_WORKFLOW_PROTECTION]
     assert stored["metadata"]["labels"][c.LABEL_WORKFLOW_NAME] == "wf"
     status = stored["status"]
     assert status["phase"] == "Running"
-    assert (status["total"], status["active"], status["succeeded"], status["failed"]) == (1, 1, 0, 0)
+    assert (status["total"], status["active"], status["succeeded"], status["failed"]) == (
+        1,
+        1,
+        0,
+        0,
+    )
     assert status["queuedTime"] == status["startTime"] == "2024-05-01T12:00:00Z"
     assert [p[0] for p in w.rest.patches] == [None, None, "status"]  # one status write
     assert w.events.recorded == [("Normal", "Running", "(new) -> Initializing -> Running")]
@@ -187,7 +250,9 @@ def test_a_new_workflow_gets_finalizer_labels_and_status_in_one_reconcile() -> N
 
 def test_the_termination_wait_is_a_requeue_measured_exactly() -> None:
     w = World(waiting=20.0)
-    w.add(workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), task("a", "Succeeded"))
+    w.add(
+        workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), task("a", "Succeeded")
+    )
     result = w.reconciler.reconcile(f"{NS}/wf")
     # endTime is stamped now (second precision on the wire) but the wait is the whole 20 s.
     assert result.requeue_after == pytest.approx(20.0)
@@ -208,9 +273,18 @@ def test_the_termination_wait_is_a_requeue_measured_exactly() -> None:
 
 def test_a_new_active_task_clears_end_time_with_a_null() -> None:
     w = World()
-    w.add(workflow(phase="AwaitingCompletion", total=1, active=0, succeeded=1, failed=0,
-                   endTime="2024-05-01T11:59:55Z"),
-          task("a", "Succeeded"), task("b", "JobPending"))
+    w.add(
+        workflow(
+            phase="AwaitingCompletion",
+            total=1,
+            active=0,
+            succeeded=1,
+            failed=0,
+            endTime="2024-05-01T11:59:55Z",
+        ),
+        task("a", "Succeeded"),
+        task("b", "JobPending"),
+    )
     assert w.reconciler.reconcile(f"{NS}/wf").error is None
     status_patch = next(body for sub, body in w.rest.patches if sub == "status")["status"]
     assert status_patch["endTime"] is None
@@ -230,16 +304,22 @@ def test_d20_an_unsynced_task_cache_is_an_error_not_zero_tasks() -> None:
     assert ("Warning", "ReconcileError", result.error) in w.events.recorded
 
 
-def test_counts_read_the_task_reconcilers_newest_write() -> None:
+def test_counts_come_from_the_task_cache_by_workflow_and_outcome() -> None:
+    """The Workflow's counters come from indexes of the Task cache (by Workflow and outcome):
+    a Task of another Workflow is not counted, a fatal failure fails the Workflow. A phase the
+    Task reconciler wrote but the cache does not show yet is counted once the cache has it; its
+    watch event wakes the Workflow (see test_only_task_changes_that_matter_wake_the_workflow)."""
     w = World()
-    stale = task("a", "Running")
-    w.add(workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), stale)
-    newer = copy.deepcopy(stale)
-    newer["metadata"]["resourceVersion"] = "5"
-    newer["status"]["phase"] = "Failed"
-    w.caches.written.wrote(("main", c.PLURAL_TASKS, NS, "a"), newer)
+    w.add(
+        workflow(phase="Running", total=2, active=2, succeeded=0, failed=0),
+        task("a", "Failed"),
+        task("b", "Succeeded"),
+        task("other", "Failed", wf="other"),
+    )
     w.reconciler.reconcile(f"{NS}/wf")
-    assert w.wf()["status"]["phase"] == "Failed"
+    status = w.wf()["status"]
+    assert (status["total"], status["succeeded"], status["failed"]) == (2, 1, 1)
+    assert status["phase"] == "Failed"
     assert w.events.recorded[0][:2] == ("Warning", "Failed")
     assert "TaskFailed: Task a failed" in w.events.recorded[0][2]
 
@@ -253,7 +333,8 @@ def test_deletion_waits_then_releases_the_finalizer() -> None:
     assert c.FINALIZER_WORKFLOW_PROTECTION in w.wf()["metadata"]["finalizers"]
     del w.caches.informers[c.KIND_TASK].objects[(NS, "a")]
     result = w.reconciler.reconcile(f"{NS}/wf")
-    assert result.error is None and result.requeue_after is None
+    assert result.error is None
+    assert result.requeue_after is None
     assert w.wf()["metadata"]["finalizers"] == []
     assert w.events.recorded[-1][1] == "Deleted"
 
@@ -273,32 +354,17 @@ def _not_found() -> Exception:
 # -- triggers --------------------------------------------------------------------------------
 
 
-class StubController:
-    def __init__(self) -> None:
-        from taskfsm.controller import Settings
-        from taskfsm.queue import QueueMetrics
-
-        self.settings = Settings(workflow_termination_waiting=3.0)
-        self.caches = FakeCaches()
-        self.rest = FakeRest(self.caches)
-        self.events = FakeEvents()
-        self.metrics = None
-        self._queue_metrics = lambda name: QueueMetrics()
-
-
 def test_only_task_changes_that_matter_wake_the_workflow() -> None:
-    ctl = WorkflowController(StubController())  # type: ignore[arg-type]
-    assert ctl.reconciler.waiting_seconds == 3.0
     added: list[str] = []
-    ctl.queue.add = added.append  # type: ignore[method-assign]
+    watch = WorkflowWatch(FakeCaches(), added.append)  # type: ignore[arg-type]
     a = task("a", "", labelled=False)
-    ctl._on_task("ADDED", a)
-    ctl._on_task("MODIFIED", a)  # nothing the Workflow counts changed
-    ctl._on_task("MODIFIED", task("a", ""))  # now labelled: same Workflow key, no change
-    ctl._on_task("MODIFIED", task("a", "Running"))
-    ctl._on_task("MODIFIED", task("a", "Running"))
-    ctl._on_task("MODIFIED", task("a", "Running", wf="other"))  # moved: both Workflows
-    ctl._on_task("DELETED", task("a", "Running", wf="other"))
+    watch.on_task("ADDED", a)
+    watch.on_task("MODIFIED", a)  # nothing the Workflow counts changed
+    watch.on_task("MODIFIED", task("a", ""))  # now labelled: same Workflow key, no change
+    watch.on_task("MODIFIED", task("a", "Running"))
+    watch.on_task("MODIFIED", task("a", "Running"))
+    watch.on_task("MODIFIED", task("a", "Running", wf="other"))  # moved: both Workflows
+    watch.on_task("DELETED", task("a", "Running", wf="other"))
     wf, other = f"{NS}/wf", f"{NS}/other"
     assert len(added) == 5
     assert added[:2] == [wf, wf]  # appeared; went Running
@@ -307,11 +373,10 @@ def test_only_task_changes_that_matter_wake_the_workflow() -> None:
 
 
 def test_workflow_events_queue_the_workflow() -> None:
-    ctl = WorkflowController(StubController())  # type: ignore[arg-type]
     added: list[str] = []
-    ctl.queue.add = added.append  # type: ignore[method-assign]
-    ctl._on_workflow("MODIFIED", workflow("x"))
-    ctl._on_workflow("DELETED", workflow("x"))
+    watch = WorkflowWatch(FakeCaches(), added.append)  # type: ignore[arg-type]
+    watch.on_workflow("MODIFIED", workflow("x"))
+    watch.on_workflow("DELETED", workflow("x"))
     assert added == [f"{NS}/x", f"{NS}/x"]
 
 
@@ -319,12 +384,42 @@ def test_a_failed_status_write_is_a_retried_error_not_a_crash() -> None:
     from taskfsm.kube.errors import Unavailable
 
     w = World()
-    w.add(workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), task("a", "Succeeded"))
+    w.add(
+        workflow(phase="Running", total=1, active=1, succeeded=0, failed=0), task("a", "Succeeded")
+    )
 
     def unavailable(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise Unavailable.__new__(Unavailable)
 
     w.rest.patch = unavailable  # type: ignore[method-assign]
     result = w.reconciler.reconcile(f"{NS}/wf")
-    assert result.error is not None and result.error.startswith("failed to update Workflow status")
+    assert result.error is not None
+    assert result.error.startswith("failed to update Workflow status")
     assert w.events.recorded == []
+
+
+def test_a_status_computed_from_a_stale_view_does_not_land() -> None:
+    """The status write carries the resourceVersion the pass read: when someone else wrote the
+    Workflow meanwhile (here its phase set to Succeeded), the stale write fails with 409, the
+    newer phase stays, and the retry is quiet (no Warning) and starts from the current version."""
+    w = World()
+    stale = workflow(phase="Initializing")
+    w.add(stale, task("a", "Running"))
+    newer = copy.deepcopy(stale)
+    newer["metadata"]["resourceVersion"] = "7"
+    newer["status"] = {"phase": "Succeeded"}
+    w.add(newer)  # what the API server holds now
+
+    # The reconcile reads the lagging view a cache can have (resourceVersion 1).
+    w.reconciler.read_workflow = lambda ns, name: copy.deepcopy(stale)  # type: ignore[method-assign]
+    result = w.reconciler.reconcile(f"{NS}/wf")
+
+    assert result.error is not None, result
+    assert result.error.startswith("conflict"), result
+    assert result.transient
+    assert w.events.recorded == []
+    assert w.wf()["status"] == {"phase": "Succeeded"}
+    status_writes = [body for sub, body in w.rest.patches if sub == "status"]
+    assert status_writes
+    assert all(body["metadata"]["resourceVersion"] == "1" for body in status_writes)
+    assert w.caches.written.pick(("main", c.PLURAL_WORKFLOWS, NS, "wf"), None) == newer

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Build etcd, kube-apiserver and kube-controller-manager for taskfsm's tests and demo.
+# Build etcd, kube-apiserver, kube-controller-manager and kubectl for taskfsm's tests and demo.
 #
-# Prints the directory holding the three binaries on stdout (last line); progress goes to stderr.
+# Prints the directory holding the four binaries on stdout (last line); progress goes to stderr.
 # Binaries are cached in $TASKFSM_CONTROLPLANE_CACHE (default /var/cache/taskfsm-controlplane)
 # under <k8s version>-<go.sum hash>, so a second run costs nothing. If KUBEBUILDER_ASSETS names a
-# directory holding etcd and kube-apiserver, it is printed instead and nothing is built.
+# directory holding etcd and kube-apiserver, it is printed instead and nothing is built (kubectl is
+# then whatever that directory holds). Concurrent runs wait for each other (flock on the cache
+# root), so two test sessions starting at once build once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 K8S_VERSION=v1.35.4
@@ -23,7 +25,19 @@ fi
 command -v go >/dev/null || { echo "controlplane: 'go' (>= 1.25) is required to build the control plane" >&2; exit 1; }
 cache_root=${TASKFSM_CONTROLPLANE_CACHE:-/var/cache/taskfsm-controlplane}
 out="$cache_root/$K8S_VERSION-$(sha256sum "$here/go.sum" | cut -c1-12)"
-if [ -x "$out/etcd" ] && [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ]; then
+built() {
+  for bin in etcd kube-apiserver kube-controller-manager kubectl; do
+    [ -x "$out/$bin" ] || return 1
+  done
+}
+if built; then
+  echo "$out"
+  exit 0
+fi
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.build.lock"
+flock 9
+if built; then  # another run built it while this one waited
   echo "$out"
   exit 0
 fi
@@ -31,14 +45,18 @@ fi
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \
  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
- -X k8s.io/component-base/version.gitTreeState=clean"
+ -X k8s.io/component-base/version.gitTreeState=clean \
+ -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION \
+ -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor \
+ -X k8s.io/client-go/pkg/version.gitTreeState=clean"
 tmp="$out.partial.$$"
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-echo "controlplane: building etcd, kube-apiserver, kube-controller-manager $K8S_VERSION into $out (cold: 5-15 min on 2 cores)" >&2
+echo "controlplane: building etcd, kube-apiserver, kube-controller-manager, kubectl $K8S_VERSION into $out (cold: 5-15 min on 2 cores)" >&2
 start=$(date +%s)
 ( cd "$here" && go build -trimpath -tags selinux,notest -ldflags "$ld" -o "$tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./cmd/etcd )
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kubectl ./cmd/etcd )
 # Publish atomically so a killed build never leaves a half-filled cache directory behind.
 rm -rf "$out"
 mv "$tmp" "$out"

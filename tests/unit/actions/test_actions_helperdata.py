@@ -1,18 +1,19 @@
-"""Helper payload assembly with MediaLocation credentials (§1.11, §3.7 steps 8-11, D15, D16)."""
+"""Helper payload assembly with MediaLocation credentials (§1.11, §3.7 steps 2-3, D15, D16)."""
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from typing import Any
 
 import pytest
 
-from taskfsm import constants as c
-from taskfsm.actions import helperdata
-from taskfsm.actions.helperdata import HelperDataError
+from taskfsm.api import constants as c
+from taskfsm.build import helperdata
+from taskfsm.build.helperdata import HelperDataError
 from taskfsm.kube.errors import NotFound
-from taskfsm.testing.catalog import DictCatalog
+from tests.support.catalog import DictCatalog
 
 NS = "ns"
 VALUES = {"accessKeyID": "AKIA-value", "secretAccessKey": "very-secret-value"}
@@ -88,7 +89,7 @@ def entry(name: str, kind: str = c.KIND_MEDIA_LOCATION) -> dict[str, Any]:
 
 def test_d15_media_location_secret_defaults_to_its_namespace():
     """D15: a MediaLocation's secretRef without namespace is read from the ML's namespace and
-    every key is copied."""
+    the S3 keys are copied."""
     secrets = Secrets({(NS, "creds"): VALUES})
     out = payload([entry("ml")], DictCatalog(s3("ml", {"name": "creds"})), secrets)
     assert secrets.reads == [(NS, "creds")]
@@ -134,13 +135,24 @@ def test_d15_namespaced_location_cannot_read_another_namespace():
     ("secret_ref", "secrets", "fragment"),
     [
         (
+            {"name": "creds", "key": "secretAccessKey"},
+            {(NS, "creds"): {"accessKeyID": VALUES["accessKeyID"]}},
+            f"Secret '{NS}/creds' has no key 'secretAccessKey'",
+        ),
+        (
+            {"name": "creds"},
+            {(NS, "creds"): {"secretAccessKey": VALUES["secretAccessKey"]}},
+            f"Secret '{NS}/creds' has no key 'accessKeyID' (needed by MediaLocation 'ml'",
+        ),
+        (
             {"name": "creds", "key": "sessionToken"},
             {(NS, "creds"): VALUES},
-            f"Secret '{NS}/creds' has no key 'sessionToken'",
+            "key 'sessionToken' is not a credential of this auth method"
+            " (it uses 'accessKeyID', 'secretAccessKey')",
         ),
         ({"name": "absent"}, {}, 'secrets "absent" not found'),
     ],
-    ids=["missing-key", "missing-secret"],
+    ids=["missing-named-key", "missing-method-key", "key-not-used-by-method", "missing-secret"],
 )
 def test_errors_name_secrets_never_values(secret_ref, secrets, fragment):
     """Errors name the Secret, key and location path, and contain no Secret value."""
@@ -170,3 +182,202 @@ def test_missing_media_location_is_not_found_text():
         HelperDataError, match=r'medialocations\.engine\.nagare\.media "nope" not found'
     ):
         payload([entry("nope")], DictCatalog(), Secrets({}))
+
+
+# -- issue 12 item 4: only the keys each auth method uses -------------------------------------
+
+EXTRA = {"unrelated": "unrelated-secret-value", "other-password": "other-secret-value"}
+USER_PASSWORD = {"username": "user-value", "password": "password-value"}
+
+KINDS: list[tuple[str, dict[str, Any], tuple[str, ...], dict[str, str]]] = [
+    (
+        "http-basic",
+        {"http": {"baseURL": "https://h", "auth": {"basic": {"secretRef": {"name": "creds"}}}}},
+        ("http", "auth", "basic", "secretRef"),
+        USER_PASSWORD,
+    ),
+    (
+        "http-digest",
+        {"http": {"baseURL": "https://h", "auth": {"digest": {"secretRef": {"name": "creds"}}}}},
+        ("http", "auth", "digest", "secretRef"),
+        USER_PASSWORD,
+    ),
+    (
+        "http-token",
+        {"http": {"baseURL": "https://h", "auth": {"token": {"secretRef": {"name": "creds"}}}}},
+        ("http", "auth", "token", "secretRef"),
+        {"token": "token-value"},
+    ),
+    (
+        "s3-aws",
+        {"s3": {"bucket": "b", "region": "r", "auth": {"aws": {"secretRef": {"name": "creds"}}}}},
+        ("s3", "auth", "aws", "secretRef"),
+        VALUES,
+    ),
+    (
+        "opencast-basic",
+        {
+            "opencast": {
+                "serviceRegistryURL": "https://oc",
+                "auth": {"basic": {"secretRef": {"name": "creds"}}},
+            }
+        },
+        ("opencast", "auth", "basic", "secretRef"),
+        USER_PASSWORD,
+    ),
+    (
+        "rtmp-basic",
+        {"rtmp": {"baseURL": "rtmp://r", "auth": {"basic": {"secretRef": {"name": "creds"}}}}},
+        ("rtmp", "auth", "basic", "secretRef"),
+        USER_PASSWORD,
+    ),
+    (
+        "rtmp-streaming-key",
+        {
+            "rtmp": {
+                "baseURL": "rtmp://r",
+                "auth": {"streamingKey": {"secretRef": {"name": "creds"}}},
+            }
+        },
+        ("rtmp", "auth", "streamingKey", "secretRef"),
+        {"streamingKey": "streaming-key-value"},
+    ),
+    (
+        "rtsp-basic",
+        {"rtsp": {"baseURL": "rtsp://r", "auth": {"basic": {"secretRef": {"name": "creds"}}}}},
+        ("rtsp", "auth", "basic", "secretRef"),
+        USER_PASSWORD,
+    ),
+    (
+        "rist-encryption",
+        {
+            "rist": {
+                "baseURL": "rist://r",
+                "encryption": {"type": "aes-128", "secretRef": {"name": "creds"}},
+            }
+        },
+        ("rist", "encryption", "secretRef"),
+        {"secret": "pre-shared-key-value"},
+    ),
+]
+
+
+def location(spec: dict[str, Any], *, cluster: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "loc"}
+    if not cluster:
+        meta["namespace"] = NS
+    kind = c.KIND_CLUSTER_MEDIA_LOCATION if cluster else c.KIND_MEDIA_LOCATION
+    return {"apiVersion": c.API_VERSION, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def resolved_ref(out: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node = out["mediaLocations"]["loc"]
+    for key in path:
+        node = node[key]
+    return node
+
+
+BY_KIND = pytest.mark.parametrize(
+    ("spec", "path", "needed"), [k[1:] for k in KINDS], ids=[k[0] for k in KINDS]
+)
+
+
+@BY_KIND
+def test_each_kind_copies_only_the_keys_its_auth_method_uses(spec, path, needed):
+    """Issue 12 item 4: a secretRef without key copies exactly the keys its auth method uses,
+    never the Secret's other keys."""
+    secrets = Secrets({(NS, "creds"): {**needed, **EXTRA}})
+    out = payload([entry("loc")], DictCatalog(location(spec)), secrets)
+    assert resolved_ref(out, path) == {"data": {k: b64(v) for k, v in sorted(needed.items())}}
+    assert "unrelated" not in json.dumps(out)
+    for value in EXTRA.values():
+        assert b64(value) not in json.dumps(out)
+
+
+@BY_KIND
+def test_each_kind_reports_a_missing_key_by_name_never_value(spec, path, needed):
+    """Issue 12 item 4: a Secret lacking one of the method's keys is an error naming the Secret,
+    the key and the ClusterMediaLocation, with no value of the Secret in it."""
+    missing = sorted(needed)[-1]
+    present = {k: v for k, v in needed.items() if k != missing}
+    spec = copy.deepcopy(spec)
+    ref = spec
+    for key in path:
+        ref = ref[key]
+    ref["namespace"] = "vault"
+    secrets = Secrets({("vault", "creds"): {**present, **EXTRA}})
+    with pytest.raises(HelperDataError) as err:
+        payload(
+            [entry("loc", c.KIND_CLUSTER_MEDIA_LOCATION)],
+            DictCatalog(location(spec, cluster=True)),
+            secrets,
+        )
+    text = str(err.value)
+    assert f"Secret 'vault/creds' has no key '{missing}'" in text
+    assert f"ClusterMediaLocation 'loc' {'.'.join(path)}" in text
+    for value in (*present.values(), *EXTRA.values()):
+        assert value not in text
+        assert b64(value) not in text
+
+
+def test_a_secret_missing_several_keys_names_them_all():
+    """Issue 12 item 4: every missing key is named at once."""
+    with pytest.raises(HelperDataError, match="has no keys 'accessKeyID', 'secretAccessKey'"):
+        payload(
+            [entry("ml")], DictCatalog(s3("ml", {"name": "creds"})), Secrets({(NS, "creds"): EXTRA})
+        )
+
+
+def test_key_narrows_to_one_of_the_method_keys():
+    """Issue 12 item 4: secretRef.key copies only that key, and only if the method uses it (a
+    key the Job never reads is refused rather than copied)."""
+    spec = {
+        "http": {
+            "baseURL": "https://h",
+            "auth": {"basic": {"secretRef": {"name": "creds", "key": "username"}}},
+        }
+    }
+    secrets = Secrets({(NS, "creds"): {**USER_PASSWORD, **EXTRA}})
+    out = payload([entry("loc")], DictCatalog(location(spec)), secrets)
+    assert resolved_ref(out, ("http", "auth", "basic", "secretRef")) == {
+        "data": {"username": b64("user-value")}
+    }
+    spec["http"]["auth"]["basic"]["secretRef"]["key"] = "unrelated"
+    with pytest.raises(HelperDataError, match="key 'unrelated' is not a credential") as err:
+        payload([entry("loc")], DictCatalog(location(spec)), secrets)
+    assert "'username', 'password'" in str(err.value)
+    assert "unrelated-secret-value" not in str(err.value)
+
+
+def model_secret_ref_paths(model: type, prefix: str = "") -> set[str]:
+    """Every path at which ``model``'s field types can hold a ConfigMapOrSecretReference."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from taskfsm.api.meta import ConfigMapOrSecretReference
+
+    out: set[str] = set()
+    for name, info in model.model_fields.items():
+        path = f"{prefix}{info.alias or name}"
+        for arg in (info.annotation, *typing.get_args(info.annotation)):
+            if isinstance(arg, type) and issubclass(arg, ConfigMapOrSecretReference):
+                out.add(path)
+            elif isinstance(arg, type) and issubclass(arg, BaseModel):
+                out |= model_secret_ref_paths(arg, path + ".")
+    return out
+
+
+def test_every_secret_ref_path_has_its_keys():
+    """Issue 12 item 4: every secretRef the MediaLocation models can hold has its keys in
+    CREDENTIAL_KEYS (a new auth method cannot silently copy a whole Secret), and KINDS above
+    tests each of them."""
+    from taskfsm.api.medialocation import CREDENTIAL_KEYS, MediaLocationSpec
+
+    paths = model_secret_ref_paths(MediaLocationSpec)
+    assert paths == set(CREDENTIAL_KEYS)
+    assert {".".join(path) for _, _, path, _ in KINDS} == paths
+    for _, spec, path, needed in KINDS:
+        refs = MediaLocationSpec.model_validate(spec).secret_refs()
+        assert [p for p, _ in refs] == [".".join(path)]
+        assert CREDENTIAL_KEYS[".".join(path)] == tuple(needed)

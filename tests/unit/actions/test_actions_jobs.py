@@ -1,4 +1,4 @@
-"""The pure Job/Secret builders (task-controller.md §1.13, §2, §3.7; D4, D5, D7)."""
+"""The pure Job/Secret builders (docs/behaviour.md §1.13, §2, §3.7; D4, D5, D7)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import base64
 
 import pytest
 
-from taskfsm import constants as c
-from taskfsm.actions import jobs
-from taskfsm.actions.config import merge_config
-from taskfsm.actions.jobs import JobTemplateError
+from taskfsm.api import constants as c
+from taskfsm.build import jobs
+from taskfsm.build.config import merge_config
+from taskfsm.build.jobs import JobTemplateError
 
 
 def task(name: str = "t", uid: str = "uid-1", **spec) -> dict:
@@ -147,7 +147,7 @@ def test_owns_checks_task_labels():
 
 
 def test_exact_ref_has_api_version_and_kind():
-    """jobRef is filled completely at once (§3.7 step 17)."""
+    """jobRef is filled completely at once (§3.7 step 6)."""
     job = {"metadata": {"name": "j", "namespace": "n", "uid": "u"}}
     assert jobs.exact_ref(job) == {
         "apiVersion": "batch/v1",

@@ -1,4 +1,4 @@
-"""Selection precedence over an in-memory catalog (task-controller.md §3.6, D1, D11-D14).
+"""Selection precedence over an in-memory catalog (docs/behaviour.md §3.6, D1, D11-D14).
 
 Fast, pure counterparts of tests/integration/test_selection.py, plus the cases a real API
 server makes hard to set up: identical creationTimestamps (D12 name tie-break), unparsable
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from taskfsm import constants as c
-from taskfsm.actions import selection
-from taskfsm.actions.selection import SelectionError
-from taskfsm.testing.catalog import DictCatalog
+from taskfsm.api import constants as c
+from taskfsm.build import selection
+from taskfsm.build.selection import SelectionError
+from tests.support.catalog import DictCatalog
 
 NS = "ns"
 T0 = "2026-01-01T00:00:00Z"

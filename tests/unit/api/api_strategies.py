@@ -1,6 +1,6 @@
 """Hypothesis strategies that generate Kubernetes JSON from the models' OpenAPI schemas.
 
-The generator walks a schema produced by ``taskfsm.crdgen`` and draws documents the schema
+The generator walks a schema produced by ``taskfsm.api.crdgen`` and draws documents the schema
 accepts: every required member and every member with a default is present (so the expected
 output of a parse/serialise round trip is the input itself), one-of unions get exactly one
 member, list-maps get unique keys, patterns are honoured. With ``unknown=True`` it also adds
@@ -17,11 +17,11 @@ from typing import Any
 from hypothesis import strategies as st
 
 from taskfsm.api import duration
+from taskfsm.api.constants import API_VERSION
+from taskfsm.api.crdgen import model_schema, openapi_schema
 from taskfsm.api.objectmeta import ObjectMeta
 from taskfsm.api.resource import ApiObject
 from taskfsm.api.scalars import format_time
-from taskfsm.constants import API_VERSION
-from taskfsm.crdgen import model_schema, openapi_schema
 
 MAX_ITEMS = 2
 
@@ -45,8 +45,10 @@ json_scalars = (
 )
 json_values = st.recursive(
     st.none() | json_scalars,
-    lambda inner: st.lists(inner, max_size=MAX_ITEMS)
-    | st.dictionaries(st.text(max_size=6), inner, max_size=MAX_ITEMS),
+    lambda inner: (
+        st.lists(inner, max_size=MAX_ITEMS)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=MAX_ITEMS)
+    ),
     max_leaves=6,
 )
 """Any JSON value (what a preserve-unknown-fields node may hold)."""
@@ -79,6 +81,18 @@ def _string(node: dict[str, Any]) -> st.SearchStrategy[str]:
     return st.text(max_size=12)
 
 
+def _union_limit(node: dict[str, Any], members: int) -> int:
+    """How many members an inline union node allows (0: not a union), read from the CEL rule
+    ``taskfsm.api.base.union_rule`` wrote: "exactly one of ..." or "at least one of ..."."""
+    for rule in node.get("x-kubernetes-validations", ()):
+        message = rule.get("message", "")
+        if message.startswith("exactly one of "):
+            return 1
+        if message.startswith("at least one of "):
+            return members
+    return 0
+
+
 def _object(node: dict[str, Any], unknown: bool) -> st.SearchStrategy[dict[str, Any]]:
     properties: dict[str, Any] = node["properties"]
     always = set(node.get("required", ())) | {k for k, v in properties.items() if "default" in v}
@@ -86,13 +100,13 @@ def _object(node: dict[str, Any], unknown: bool) -> st.SearchStrategy[dict[str, 
     one_of = [branch["required"] for branch in node.get("oneOf", ())]
     if one_of:
         optional = [name for name in optional if not any(name in b for b in one_of)]
-    union = "minProperties" in node
+    union = _union_limit(node, len(optional))
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
         names = set(always)
         if union and optional:
-            at_most = node.get("maxProperties", len(optional))
+            at_most = union
             members = st.lists(st.sampled_from(optional), min_size=1, max_size=at_most, unique=True)
             names |= set(draw(members))
         else:
@@ -111,7 +125,7 @@ def _object(node: dict[str, Any], unknown: bool) -> st.SearchStrategy[dict[str, 
 
 
 def strategy(node: dict[str, Any], unknown: bool = False) -> st.SearchStrategy[Any]:
-    """Documents valid for the schema ``node`` (a ``taskfsm.crdgen`` schema)."""
+    """Documents valid for the schema ``node`` (a ``taskfsm.api.crdgen`` schema)."""
     if "const" in node:
         return st.just(node["const"])
     if "enum" in node:

@@ -1,4 +1,4 @@
-"""The process configuration file (task-controller.md §1.12)."""
+"""The process configuration file (docs/behaviour.md §1.12)."""
 
 from __future__ import annotations
 

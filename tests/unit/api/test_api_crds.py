@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from taskfsm import crdgen
-from taskfsm.api import RESOURCE_MODELS
-from taskfsm.constants import API_VERSION
+from taskfsm.api import RESOURCE_MODELS, crdgen
+from taskfsm.api.constants import API_VERSION
 
 
 def schema_of(kind: str) -> dict[str, Any]:
@@ -28,8 +27,8 @@ def at(schema: dict[str, Any], path: str) -> dict[str, Any]:
 def test_committed_crd_files_are_fresh() -> None:
     stale = crdgen.stale_files()
     assert not stale, (
-        f"taskfsm/crds/ is out of date with the models ({', '.join(stale)}): "
-        "run `.venv/bin/python -m taskfsm.crdgen` and commit taskfsm/crds/"
+        f"taskfsm/api/crds/ is out of date with the models ({', '.join(stale)}): "
+        "run `.venv/bin/python -m taskfsm.api.crdgen` and commit taskfsm/api/crds/"
     )
 
 
@@ -107,6 +106,7 @@ def test_task_printer_columns_as_in_the_spec() -> None:
         ("MPE", ".status.mediaProcessingEntityRef.name", "string"),
         ("Workflow", ".spec.workflowRef.name", "string"),
         ("Function", ".status.functionRef.name", "string"),
+        ("Job", ".status.jobRef.name", "string"),  # taskfsm's addition: what to describe next
         ("Human Name", ".spec.humanReadable.name", "string"),
         ("Status", ".status.phase", "string"),
         ("Age", ".metadata.creationTimestamp", "date"),
@@ -184,15 +184,42 @@ def test_embedded_kubernetes_objects_preserve_unknown_fields() -> None:
 
 
 def test_unions_are_exactly_one_member() -> None:
-    for kind in ("MediaProcessingEntity", "ClusterMediaProcessingEntity", "MediaLocation"):
-        spec = at(schema_of(kind), "spec")
-        assert (spec["minProperties"], spec["maxProperties"]) == (1, 1)
+    """Inline unions carry a CEL rule with the models' message instead of min/maxProperties."""
+
+    def rules(node: dict[str, Any]) -> list[tuple[str, str]]:
+        assert "minProperties" not in node
+        assert "maxProperties" not in node
+        return [(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
+
+    for kind in ("MediaProcessingEntity", "ClusterMediaProcessingEntity"):
+        assert rules(at(schema_of(kind), "spec")) == [
+            (
+                "[has(self.local), has(self.remote)].exists_one(member, member)",
+                "exactly one of local, remote must be set",
+            )
+        ]
     location = schema_of("MediaLocation")
-    for path in ("spec.http.auth", "spec.s3.auth", "spec.opencast.auth", "spec.rtsp.auth"):
-        assert (at(location, path)["minProperties"], at(location, path)["maxProperties"]) == (1, 1)
-    rtmp_auth = at(location, "spec.rtmp.auth")
-    assert rtmp_auth["minProperties"] == 1
-    assert "maxProperties" not in rtmp_auth
+    ((rule, message),) = rules(at(location, "spec"))
+    assert rule.endswith(".exists_one(member, member)")
+    assert message == "exactly one of http, s3, opencast, rtmp, rtsp, rist must be set"
+    assert rules(at(location, "spec.http.auth")) == [
+        (
+            "[has(self.basic), has(self.digest), has(self.token)].exists_one(member, member)",
+            "exactly one of basic, digest, token must be set",
+        )
+    ]
+    for path in ("spec.opencast.auth", "spec.rtsp.auth"):
+        assert rules(at(location, path)) == [
+            ("has(self.basic)", "exactly one of basic must be set")
+        ]
+    assert rules(at(location, "spec.s3.auth")) == []  # its one member is required
+    assert at(location, "spec.s3.auth")["required"] == ["aws"]
+    assert rules(at(location, "spec.rtmp.auth")) == [
+        (
+            "has(self.basic) || has(self.streamingKey)",
+            "at least one of basic, streamingKey must be set",
+        )
+    ]
 
 
 def test_media_location_patterns_defaults_and_rules() -> None:

@@ -1,4 +1,4 @@
-"""The helper payload ``data.json`` (task-controller.md §1.11), byte for byte.
+"""The helper payload ``data.json`` (docs/behaviour.md §1.11), byte for byte.
 
 Expected bytes are written out by hand from the spec: Go struct order, sorted maps, compact
 separators, HTML-safe escapes, ``null`` inputs/outputs, ``{}`` mediaLocations, data-only

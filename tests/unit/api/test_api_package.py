@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import taskfsm.api
-from taskfsm import constants as c
+from taskfsm.api import constants as c
 
 
 def test_models_do_not_import_kubernetes() -> None:
-    code = "import sys, taskfsm.api, taskfsm.crdgen; print('kubernetes' in sys.modules)"
+    code = "import sys, taskfsm.api, taskfsm.api.crdgen; print('kubernetes' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )

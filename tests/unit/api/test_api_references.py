@@ -18,7 +18,7 @@ from taskfsm.api import (
     ObjectReference,
     find_condition,
 )
-from taskfsm.constants import ConditionStatus
+from taskfsm.api.constants import ConditionStatus
 
 
 def test_local_object_reference_writes_only_what_is_set() -> None:

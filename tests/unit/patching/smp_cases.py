@@ -2,7 +2,7 @@
 
 Each case patches ``BASE`` (a valid core/v1 PodTemplateSpec, the shape of a Job's
 ``spec.template``) and states the result Kubernetes produces. The unit tests check
-:func:`taskfsm.patching.apply_strategic_merge` against ``expected``; the golden tests
+:func:`taskfsm.build.patching.apply_strategic_merge` against ``expected``; the golden tests
 (tests/integration/test_strategic_merge_golden.py) check it against a real kube-apiserver
 patching a real PodTemplate, so ``expected`` is Kubernetes' behaviour, not our opinion.
 Error cases give the path and a fragment of taskfsm's message; the API server must reject them too.
@@ -75,28 +75,60 @@ def _fn(**changes: Any) -> dict[str, Any]:
 
 
 CASES: list[Case] = [
-    # decisions.md D4: a patch that does not mention containers leaves them alone.
+    # docs/behaviour.md D4: a patch that does not mention containers leaves them alone.
     Case(
         "patch_without_containers",
         {"metadata": {"labels": {"tier": "gpu"}}, "spec": {"activeDeadlineSeconds": 60}},
-        expect((("metadata", "labels"), {"app": "fn", "tier": "gpu"}), (("spec", "activeDeadlineSeconds"), 60)),
+        expect(
+            (("metadata", "labels"), {"app": "fn", "tier": "gpu"}),
+            (("spec", "activeDeadlineSeconds"), 60),
+        ),
     ),
     # env merges by name. A patch naming only new items puts them *before* the existing ones.
     Case(
         "env_added_to_named_container",
         {"spec": {"containers": [{"name": "function", "env": [{"name": "C", "value": "3"}]}]}},
-        expect((FN + ("env",), [{"name": "C", "value": "3"}, {"name": "A", "value": "1"}, {"name": "B", "value": "2"}])),
+        expect(
+            (
+                (*FN, "env"),
+                [
+                    {"name": "C", "value": "3"},
+                    {"name": "A", "value": "1"},
+                    {"name": "B", "value": "2"},
+                ],
+            )
+        ),
     ),
     # ...while a new item listed after an existing one follows it.
     Case(
         "env_changed_and_added",
-        {"spec": {"containers": [{"name": "function", "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}]}]}},
-        expect((FN + ("env",), [{"name": "A", "value": "1"}, {"name": "B", "value": "20"}, {"name": "C", "value": "3"}])),
+        {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "function",
+                        "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}],
+                    }
+                ]
+            }
+        },
+        expect(
+            (
+                (*FN, "env"),
+                [
+                    {"name": "A", "value": "1"},
+                    {"name": "B", "value": "20"},
+                    {"name": "C", "value": "3"},
+                ],
+            )
+        ),
     ),
     Case(
         "new_container_added",
         {"spec": {"containers": [{"name": "extra", "image": "extra:1"}]}},
-        expect((("spec", "containers"), [{"name": "extra", "image": "extra:1"}, FUNCTION, SIDECAR])),
+        expect(
+            (("spec", "containers"), [{"name": "extra", "image": "extra:1"}, FUNCTION, SIDECAR])
+        ),
     ),
     Case(
         "container_deleted",
@@ -105,13 +137,20 @@ CASES: list[Case] = [
     ),
     Case(
         "volumes_replaced",
-        {"spec": {"volumes": [{"$patch": "replace"}, {"name": "data", "emptyDir": {"medium": "Memory"}}]}},
+        {
+            "spec": {
+                "volumes": [
+                    {"$patch": "replace"},
+                    {"name": "data", "emptyDir": {"medium": "Memory"}},
+                ]
+            }
+        },
         expect((("spec", "volumes"), [{"name": "data", "emptyDir": {"medium": "Memory"}}])),
     ),
     Case(
         "null_deletes_keys",
         {"spec": {"nodeSelector": None, "containers": [{"name": "function", "args": None}]}},
-        expect((("spec", "nodeSelector"), _DELETE), (FN + ("args",), _DELETE)),
+        expect((("spec", "nodeSelector"), _DELETE), ((*FN, "args"), _DELETE)),
     ),
     Case(
         "volume_mounts_by_mount_path",
@@ -120,15 +159,21 @@ CASES: list[Case] = [
                 "containers": [
                     {
                         "name": "function",
-                        "volumeMounts": [{"mountPath": "/data", "readOnly": True}, {"mountPath": "/cfg", "name": "cfg"}],
+                        "volumeMounts": [
+                            {"mountPath": "/data", "readOnly": True},
+                            {"mountPath": "/cfg", "name": "cfg"},
+                        ],
                     }
                 ]
             }
         },
         expect(
             (
-                FN + ("volumeMounts",),
-                [{"name": "data", "mountPath": "/data", "readOnly": True}, {"mountPath": "/cfg", "name": "cfg"}],
+                (*FN, "volumeMounts"),
+                [
+                    {"name": "data", "mountPath": "/data", "readOnly": True},
+                    {"mountPath": "/cfg", "name": "cfg"},
+                ],
             )
         ),
     ),
@@ -139,12 +184,23 @@ CASES: list[Case] = [
                 "containers": [
                     {
                         "name": "function",
-                        "ports": [{"containerPort": 8080, "name": "web"}, {"containerPort": 9090, "name": "metrics"}],
+                        "ports": [
+                            {"containerPort": 8080, "name": "web"},
+                            {"containerPort": 9090, "name": "metrics"},
+                        ],
                     }
                 ]
             }
         },
-        expect((FN + ("ports",), [{"containerPort": 8080, "name": "web"}, {"containerPort": 9090, "name": "metrics"}])),
+        expect(
+            (
+                (*FN, "ports"),
+                [
+                    {"containerPort": 8080, "name": "web"},
+                    {"containerPort": 9090, "name": "metrics"},
+                ],
+            )
+        ),
     ),
     Case(
         "node_selector_merged",
@@ -155,13 +211,15 @@ CASES: list[Case] = [
     Case(
         "args_replaced",
         {"spec": {"containers": [{"name": "function", "args": ["--c"]}]}},
-        expect((FN + ("args",), ["--c"])),
+        expect(((*FN, "args"), ["--c"])),
     ),
     # finalizers is a primitive list with the merge strategy: a set union.
     Case(
         "finalizers_unioned",
         {"metadata": {"finalizers": ["example.com/b", "example.com/a"]}},
-        expect((("metadata", "finalizers"), ["example.com/b", "example.com/a", "example.com/keep"])),
+        expect(
+            (("metadata", "finalizers"), ["example.com/b", "example.com/a", "example.com/keep"])
+        ),
     ),
     Case(
         "tolerations_replaced",
@@ -170,11 +228,21 @@ CASES: list[Case] = [
     ),
     Case(
         "init_containers_merged",
-        {"spec": {"initContainers": [{"name": "init", "image": "busybox:2"}, {"name": "init2", "image": "busybox:1"}]}},
+        {
+            "spec": {
+                "initContainers": [
+                    {"name": "init", "image": "busybox:2"},
+                    {"name": "init2", "image": "busybox:1"},
+                ]
+            }
+        },
         expect(
             (
                 ("spec", "initContainers"),
-                [{"name": "init", "image": "busybox:2", "args": ["setup"]}, {"name": "init2", "image": "busybox:1"}],
+                [
+                    {"name": "init", "image": "busybox:2", "args": ["setup"]},
+                    {"name": "init2", "image": "busybox:1"},
+                ],
             )
         ),
     ),
@@ -187,7 +255,7 @@ CASES: list[Case] = [
     Case(
         "delete_from_args",
         {"spec": {"containers": [{"name": "function", "$deleteFromPrimitiveList/args": ["--a"]}]}},
-        expect((FN + ("args",), ["--b"])),
+        expect(((*FN, "args"), ["--b"])),
     ),
     Case(
         "set_element_order_reorders",
@@ -203,11 +271,17 @@ CASES: list[Case] = [
         "set_element_order_places_new_item",
         {
             "spec": {
-                "$setElementOrder/containers": [{"name": "function"}, {"name": "extra"}, {"name": "sidecar"}],
+                "$setElementOrder/containers": [
+                    {"name": "function"},
+                    {"name": "extra"},
+                    {"name": "sidecar"},
+                ],
                 "containers": [{"name": "extra", "image": "extra:1"}],
             }
         },
-        expect((("spec", "containers"), [FUNCTION, {"name": "extra", "image": "extra:1"}, SIDECAR])),
+        expect(
+            (("spec", "containers"), [FUNCTION, {"name": "extra", "image": "extra:1"}, SIDECAR])
+        ),
     ),
     Case(
         "map_replaced",
@@ -222,7 +296,17 @@ CASES: list[Case] = [
     # Without $retainKeys the volume would end with both configMap and secret (invalid).
     Case(
         "retain_keys_switches_volume_source",
-        {"spec": {"volumes": [{"name": "cfg", "$retainKeys": ["name", "secret"], "secret": {"secretName": "s"}}]}},
+        {
+            "spec": {
+                "volumes": [
+                    {
+                        "name": "cfg",
+                        "$retainKeys": ["name", "secret"],
+                        "secret": {"secretName": "s"},
+                    }
+                ]
+            }
+        },
         expect((("spec", "volumes", 1), {"name": "cfg", "secret": {"secretName": "s"}})),
     ),
     # Kubernetes quirk, reproduced: "$patch: replace" on a map the template lacks drops the map.
@@ -263,7 +347,11 @@ CASES: list[Case] = [
     ),
     Case(
         "error_retain_keys_violated",
-        {"spec": {"volumes": [{"name": "cfg", "$retainKeys": ["name"], "secret": {"secretName": "s"}}]}},
+        {
+            "spec": {
+                "volumes": [{"name": "cfg", "$retainKeys": ["name"], "secret": {"secretName": "s"}}]
+            }
+        },
         error_path='spec.volumes[0]["$retainKeys"]',
         error_text='the patch sets "secret"',
     ),

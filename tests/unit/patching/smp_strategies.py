@@ -18,7 +18,11 @@ def _keyed(key: str, keys: st.SearchStrategy, item: st.SearchStrategy) -> st.Sea
 
 
 ENV = _keyed("name", st.sampled_from(["E1", "E2", "E3"]), st.fixed_dictionaries({"value": TEXT}))
-PORTS = _keyed("containerPort", st.sampled_from([80, 443, 8080]), st.fixed_dictionaries({}, optional={"name": TEXT}))
+PORTS = _keyed(
+    "containerPort",
+    st.sampled_from([80, 443, 8080]),
+    st.fixed_dictionaries({}, optional={"name": TEXT}),
+)
 MOUNTS = _keyed("mountPath", st.sampled_from(["/a", "/b"]), st.fixed_dictionaries({"name": NAMES}))
 CONTAINER = st.fixed_dictionaries(
     {},
@@ -28,7 +32,12 @@ CONTAINER = st.fixed_dictionaries(
         "env": ENV,
         "ports": PORTS,
         "volumeMounts": MOUNTS,
-        "resources": st.fixed_dictionaries({}, optional={"limits": st.dictionaries(st.sampled_from(["cpu", "memory"]), TEXT, max_size=2)}),
+        "resources": st.fixed_dictionaries(
+            {},
+            optional={
+                "limits": st.dictionaries(st.sampled_from(["cpu", "memory"]), TEXT, max_size=2)
+            },
+        ),
     },
 )
 LABELS = st.dictionaries(st.sampled_from(["l1", "l2", "l3"]), TEXT, max_size=3)
@@ -36,15 +45,24 @@ POD_SPEC = st.fixed_dictionaries(
     {"containers": _keyed("name", NAMES, CONTAINER)},
     optional={
         "initContainers": _keyed("name", NAMES, CONTAINER),
-        "volumes": _keyed("name", NAMES, st.sampled_from([{"emptyDir": {}}, {"configMap": {"name": "cm"}}])),
+        "volumes": _keyed(
+            "name", NAMES, st.sampled_from([{"emptyDir": {}}, {"configMap": {"name": "cm"}}])
+        ),
         "nodeSelector": LABELS,
-        "tolerations": st.lists(st.fixed_dictionaries({"key": TEXT, "operator": st.just("Exists")}), max_size=2),
+        "tolerations": st.lists(
+            st.fixed_dictionaries({"key": TEXT, "operator": st.just("Exists")}), max_size=2
+        ),
         "restartPolicy": st.sampled_from(["Never", "OnFailure"]),
         "activeDeadlineSeconds": st.integers(1, 100),
     },
 )
 METADATA = st.fixed_dictionaries(
-    {}, optional={"labels": LABELS, "annotations": LABELS, "finalizers": st.lists(TEXT, max_size=3, unique=True)}
+    {},
+    optional={
+        "labels": LABELS,
+        "annotations": LABELS,
+        "finalizers": st.lists(TEXT, max_size=3, unique=True),
+    },
 )
 
 
@@ -64,11 +82,13 @@ def job_templates(draw) -> dict[str, Any]:
 def _subset(strategy: st.SearchStrategy) -> st.SearchStrategy:
     """Patches built from the same vocabulary: any sub-dictionary of a drawn value."""
     return strategy.flatmap(
-        lambda value: st.sets(st.sampled_from(sorted(value)) if value else st.nothing(), max_size=len(value)).map(
-            lambda keys: {k: value[k] for k in keys}
+        lambda value: (
+            st.sets(
+                st.sampled_from(sorted(value)) if value else st.nothing(), max_size=len(value)
+            ).map(lambda keys: {k: value[k] for k in keys})
+            if isinstance(value, dict)
+            else st.just(value)
         )
-        if isinstance(value, dict)
-        else st.just(value)
     )
 
 
@@ -87,7 +107,11 @@ def plain_patches(draw, *, lists: bool = True) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     if spec:
         patch["spec"] = {"template": {"spec": spec}}
-    metadata = draw(METADATA if lists else st.fixed_dictionaries({}, optional={"labels": LABELS, "annotations": LABELS}))
+    metadata = draw(
+        METADATA
+        if lists
+        else st.fixed_dictionaries({}, optional={"labels": LABELS, "annotations": LABELS})
+    )
     if metadata:
         patch["metadata"] = metadata
     return patch
@@ -95,21 +119,52 @@ def plain_patches(draw, *, lists: bool = True) -> dict[str, Any]:
 
 FIELD_WORDS = st.sampled_from(
     [
-        "metadata", "spec", "template", "containers", "initContainers", "volumes", "env", "ports",
-        "volumeMounts", "args", "name", "image", "containerPort", "mountPath", "labels", "finalizers",
-        "nodeSelector", "tolerations", "resources", "limits", "emptyDir", "backoffLimit", "x",
-        "$patch", "$retainKeys", "$setElementOrder/containers", "$setElementOrder/finalizers",
-        "$deleteFromPrimitiveList/finalizers", "$deleteFromPrimitiveList/args", "$bogus",
-        "$setElementOrder/x", "$deleteFromPrimitiveList/x",
+        "metadata",
+        "spec",
+        "template",
+        "containers",
+        "initContainers",
+        "volumes",
+        "env",
+        "ports",
+        "volumeMounts",
+        "args",
+        "name",
+        "image",
+        "containerPort",
+        "mountPath",
+        "labels",
+        "finalizers",
+        "nodeSelector",
+        "tolerations",
+        "resources",
+        "limits",
+        "emptyDir",
+        "backoffLimit",
+        "x",
+        "$patch",
+        "$retainKeys",
+        "$setElementOrder/containers",
+        "$setElementOrder/finalizers",
+        "$deleteFromPrimitiveList/finalizers",
+        "$deleteFromPrimitiveList/args",
+        "$bogus",
+        "$setElementOrder/x",
+        "$deleteFromPrimitiveList/x",
     ]
 )
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-2, 9000), st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 9000),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.sampled_from(["replace", "delete", "merge", "a", "b", "name", "containers", "/a", ""]),
 )
 ANY_JSON = st.recursive(
     SCALARS,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(FIELD_WORDS, inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(FIELD_WORDS, inner, max_size=4)
+    ),
     max_leaves=25,
 )
 ANY_PATCH = st.dictionaries(FIELD_WORDS, ANY_JSON, max_size=4)

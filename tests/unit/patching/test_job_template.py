@@ -1,6 +1,6 @@
-"""merge_job_template: Function template, then TaskTemplate patch, then Task patch (§3.7 step 13).
+"""merge_job_template: Function template, then TaskTemplate patch, then Task patch (§3.7.1).
 
-Regression tests for defect D4 (task-controller.md §3.7.1): the reference controller's merge wiped
+Regression tests for defect D4 (docs/behaviour.md §3.7.1): the reference controller's merge wiped
 the containers of every patch that did not repeat them, and silently added a container for every
 differently named patch container.
 """
@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from taskfsm.patching import PatchError, merge_job_template
+from taskfsm.build.patching import PatchError, merge_job_template
 
 FUNCTION_TEMPLATE = {
     "metadata": {"labels": {"engine.nagare.media/function": "sleep"}},
@@ -59,7 +59,11 @@ def test_d4_patch_merges_into_named_container():
             "template": {
                 "spec": {
                     "containers": [
-                        {"name": "function", "env": [{"name": "LOG_LEVEL", "value": "debug"}], "args": ["--duration", "1s"]}
+                        {
+                            "name": "function",
+                            "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+                            "args": ["--duration", "1s"],
+                        }
                     ]
                 }
             }
@@ -74,7 +78,7 @@ def test_d4_patch_merges_into_named_container():
 def test_d4_differently_named_patch_container_is_a_second_container():
     """The seed sample Workflow patches a container named "sleep" into a Function whose container
     is "function": with a real strategic merge that is a second (image-less) container, which the
-    API server will reject with a clear message (decisions.md, Reference inputs)."""
+    API server will reject with a clear message (docs/behaviour.md §6, Reference inputs)."""
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "sleep", "args": ["5"]}]}}}}
     names = [c["name"] for c in _containers(merge_job_template(FUNCTION_TEMPLATE, patch))]
     assert sorted(names) == ["function", "sleep"]
@@ -84,7 +88,11 @@ def test_patches_apply_in_order_task_template_then_task():
     task_template_patch = {"metadata": {"labels": {"tier": "template", "a": "1"}}}
     task_patch = {"metadata": {"labels": {"tier": "task"}}}
     result = merge_job_template(FUNCTION_TEMPLATE, task_template_patch, task_patch)
-    assert result["metadata"]["labels"] == {"engine.nagare.media/function": "sleep", "tier": "task", "a": "1"}
+    assert result["metadata"]["labels"] == {
+        "engine.nagare.media/function": "sleep",
+        "tier": "task",
+        "a": "1",
+    }
 
 
 def test_none_patches_are_skipped():
@@ -100,7 +108,7 @@ def test_result_shares_nothing_with_inputs():
     template = copy.deepcopy(FUNCTION_TEMPLATE)
     patch = {"spec": {"template": {"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}}}
     result = merge_job_template(template, patch)
-    # The controller appends its own volume and mounts to the result (§3.7 step 15).
+    # The controller appends its own volume and mounts to the result (§3.7 step 4).
     result["spec"]["template"]["spec"]["volumes"].append({"name": "x"})
     _containers(result)[0]["args"].append("--more")
     assert template == FUNCTION_TEMPLATE

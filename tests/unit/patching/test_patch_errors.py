@@ -1,6 +1,6 @@
 """PatchError messages: the JSON path and the problem in plain words, never the patch's values.
 
-The Task controller copies these messages into ``status.message`` (task-controller.md §3.7 step 13),
+The Task controller copies these messages into ``status.message`` (docs/behaviour.md §3.7.1),
 so each must let a user find and fix the offending spot of their ``templatePatches``.
 """
 
@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from taskfsm.patching import PatchError, apply_strategic_merge
-from taskfsm.patching.errors import format_path
+from taskfsm.build.patching import PatchError, apply_strategic_merge
+from taskfsm.build.patching.errors import format_path
 
-POD = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "img:1", "args": ["a"]}]}}}}
+POD = {
+    "spec": {
+        "template": {"spec": {"containers": [{"name": "main", "image": "img:1", "args": ["a"]}]}}
+    }
+}
 
 
 def _error(patch, original=POD) -> PatchError:
@@ -37,12 +41,21 @@ def _pod_spec(spec: dict) -> dict:
             "list are merged by",
         ),
         (
-            _pod_spec({"containers": [{"name": "main", "ports": [{"containerPort": 80}, {"name": "p"}]}]}),
+            _pod_spec(
+                {"containers": [{"name": "main", "ports": [{"containerPort": 80}, {"name": "p"}]}]}
+            ),
             'spec.template.spec.containers[0].ports[1]: item has no "containerPort", which items of this list '
             "are merged by",
         ),
         (
-            _pod_spec({"containers": [{"name": "gone", "$patch": "delete", "image": "x"}, {"$patch": "delete"}]}),
+            _pod_spec(
+                {
+                    "containers": [
+                        {"name": "gone", "$patch": "delete", "image": "x"},
+                        {"$patch": "delete"},
+                    ]
+                }
+            ),
             'spec.template.spec.containers[1]: "$patch: delete" item has no "name", which items of this list '
             "are merged by",
         ),
@@ -54,35 +67,78 @@ def _pod_spec(spec: dict) -> dict:
             _pod_spec({"containers": ["main"]}),
             'spec.template.spec.containers[0]: expected an object with "name", got a string',
         ),
-        (_pod_spec({"containers": [{"name": "main", "image": 5}]}), "spec.template.spec.containers[0].image: "
-         "expected a string, got a number"),
-        (_pod_spec({"activeDeadlineSeconds": "60"}), "spec.template.spec.activeDeadlineSeconds: expected an "
-         "integer, got a string"),
-        (_pod_spec({"hostNetwork": "true"}), "spec.template.spec.hostNetwork: expected true or false, got a string"),
-        (_pod_spec({"nodeSelector": ["a"]}), "spec.template.spec.nodeSelector: expected an object, got a list"),
-        (_pod_spec({"tolerations": [{"key": "k", "$patch": "delete"}]}), "spec.template.spec.tolerations[0]: this "
-         'list has no merge key, so a single item cannot be deleted with "$patch: delete"; write the whole list '
-         "instead"),
-        (_pod_spec({"containers": [{"name": "main", "args": ["a", None]}]}), "spec.template.spec.containers[0].args"
-         "[1]: a list item cannot be null"),
-        (_pod_spec({"containers": [{"name": "main", "args": [["a"]]}]}), "spec.template.spec.containers[0].args[0]: "
-         "lists of lists are not supported"),
-        ({"metadata": {"$foo": 1}}, 'metadata["$foo"]: unknown directive; the strategic merge patch directives are '
-         "$patch, $retainKeys, $setElementOrder/<list field> and $deleteFromPrimitiveList/<list field>"),
-        ({"metadata": {"labels": {"$patch": "merge"}}}, 'metadata.labels["$patch"]: "$patch: merge" is not '
-         'supported in objects; use "replace" or "delete"'),
-        ({"$patch": 3}, '["$patch"]: unknown $patch directive a number; expected "replace" or "delete"'),
-        ({"metadata": {"$retainKeys": "labels"}}, 'metadata["$retainKeys"]: must be a list of field names (strings)'),
-        ({"metadata": {"$setElementOrder/labels": []}}, 'metadata["$setElementOrder/labels"]: "labels" is not a '
-         "list field, so its element order cannot be set"),
-        ({"metadata": {"$setElementOrder/finalizers": "a"}}, 'metadata["$setElementOrder/finalizers"]: must be a '
-         "list, got a string"),
-        ({"metadata": {"$setElementOrder/finalizers": ["a"], "finalizers": None}}, 'metadata["$setElementOrder/'
-         'finalizers"]: "finalizers" is set to null, so there is nothing to order'),
-        (_pod_spec({"$deleteFromPrimitiveList/containers": ["main"]}), 'spec.template.spec["$deleteFromPrimitiveList/'
-         'containers"]: "containers" is not a list of plain values, so this directive does not apply'),
-        ({"metadata": {"$deleteFromPrimitiveList/finalizers": [{"a": 1}]}}, 'metadata["$deleteFromPrimitiveList/'
-         'finalizers"][0]: expected a plain value, got an object'),
+        (
+            _pod_spec({"containers": [{"name": "main", "image": 5}]}),
+            "spec.template.spec.containers[0].image: expected a string, got a number",
+        ),
+        (
+            _pod_spec({"activeDeadlineSeconds": "60"}),
+            "spec.template.spec.activeDeadlineSeconds: expected an integer, got a string",
+        ),
+        (
+            _pod_spec({"hostNetwork": "true"}),
+            "spec.template.spec.hostNetwork: expected true or false, got a string",
+        ),
+        (
+            _pod_spec({"nodeSelector": ["a"]}),
+            "spec.template.spec.nodeSelector: expected an object, got a list",
+        ),
+        (
+            _pod_spec({"tolerations": [{"key": "k", "$patch": "delete"}]}),
+            "spec.template.spec.tolerations[0]: this "
+            'list has no merge key, so a single item cannot be deleted with "$patch: delete"; write the whole list '
+            "instead",
+        ),
+        (
+            _pod_spec({"containers": [{"name": "main", "args": ["a", None]}]}),
+            "spec.template.spec.containers[0].args[1]: a list item cannot be null",
+        ),
+        (
+            _pod_spec({"containers": [{"name": "main", "args": [["a"]]}]}),
+            "spec.template.spec.containers[0].args[0]: lists of lists are not supported",
+        ),
+        (
+            {"metadata": {"$foo": 1}},
+            'metadata["$foo"]: unknown directive; the strategic merge patch directives are '
+            "$patch, $retainKeys, $setElementOrder/<list field> and $deleteFromPrimitiveList/<list field>",
+        ),
+        (
+            {"metadata": {"labels": {"$patch": "merge"}}},
+            'metadata.labels["$patch"]: "$patch: merge" is not '
+            'supported in objects; use "replace" or "delete"',
+        ),
+        (
+            {"$patch": 3},
+            '["$patch"]: unknown $patch directive a number; expected "replace" or "delete"',
+        ),
+        (
+            {"metadata": {"$retainKeys": "labels"}},
+            'metadata["$retainKeys"]: must be a list of field names (strings)',
+        ),
+        (
+            {"metadata": {"$setElementOrder/labels": []}},
+            'metadata["$setElementOrder/labels"]: "labels" is not a '
+            "list field, so its element order cannot be set",
+        ),
+        (
+            {"metadata": {"$setElementOrder/finalizers": "a"}},
+            'metadata["$setElementOrder/finalizers"]: must be a list, got a string',
+        ),
+        (
+            {"metadata": {"$setElementOrder/finalizers": ["a"], "finalizers": None}},
+            'metadata["$setElementOrder/'
+            'finalizers"]: "finalizers" is set to null, so there is nothing to order',
+        ),
+        (
+            _pod_spec({"$deleteFromPrimitiveList/containers": ["main"]}),
+            'spec.template.spec["$deleteFromPrimitiveList/'
+            'containers"]: "containers" is not a list of plain values, so this directive does not apply',
+        ),
+        (
+            {"metadata": {"$deleteFromPrimitiveList/finalizers": [{"a": 1}]}},
+            'metadata["$deleteFromPrimitiveList/'
+            'finalizers"][0]: expected a plain value, got an object',
+        ),
     ],
 )
 def test_malformed_patch_message(patch, message):
@@ -128,7 +184,10 @@ def test_unknown_type_name_is_a_programming_error():
     ("path", "text"),
     [
         ([], "<root>"),
-        (["spec", "template", "spec", "containers", 0, "env", 2], "spec.template.spec.containers[0].env[2]"),
+        (
+            ["spec", "template", "spec", "containers", 0, "env", 2],
+            "spec.template.spec.containers[0].env[2]",
+        ),
         (["metadata", "annotations", "example.com/x"], 'metadata.annotations["example.com/x"]'),
         (["spec", "$setElementOrder/containers", 1], 'spec["$setElementOrder/containers"][1]'),
         (["metadata", "labels", "app_name-2"], "metadata.labels.app_name-2"),

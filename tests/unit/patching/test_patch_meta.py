@@ -2,7 +2,7 @@
 
 The freshness check needs the k8s.io/kubernetes Go module in the Go module cache (the control plane
 is built from it); when it is missing the test FAILS with the command that fixes it, it is never
-skipped: stale merge metadata would silently change how templatePatches merge (decisions.md D4).
+skipped: stale merge metadata would silently change how templatePatches merge (docs/behaviour.md D4).
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import json
 
 import pytest
 
-from taskfsm.patching import generate, schema
+from taskfsm.build.patching import generate, schema
 
 
 def test_committed_patch_meta_matches_regeneration():
     try:
         fresh = generate.generate(offline=True)
     except generate.SwaggerNotFoundError as exc:
-        pytest.fail(f"cannot verify taskfsm/patching/patch_meta.json: {exc}", pytrace=False)
+        pytest.fail(f"cannot verify taskfsm/build/patching/patch_meta.json: {exc}", pytrace=False)
     committed = generate.META_PATH.read_text(encoding="utf-8")
     assert fresh == committed, (
-        f"taskfsm/patching/patch_meta.json is stale; run `{generate.REGENERATE_COMMAND}` and commit the result"
+        f"taskfsm/build/patching/patch_meta.json is stale; run `{generate.REGENERATE_COMMAND}` and commit the result"
     )
 
 
@@ -84,7 +84,10 @@ def test_build_meta_on_a_small_document():
                         "x-kubernetes-patch-strategy": "merge",
                     },
                     "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "limits": {"type": "object", "additionalProperties": {"$ref": "#/definitions/q.Quantity"}},
+                    "limits": {
+                        "type": "object",
+                        "additionalProperties": {"$ref": "#/definitions/q.Quantity"},
+                    },
                     "port": {"$ref": "#/definitions/x.IntOrString"},
                     "raw": {"$ref": "#/definitions/x.Free"},
                 }

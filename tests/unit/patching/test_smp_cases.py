@@ -1,18 +1,19 @@
-"""The shared strategic-merge case table, without a cluster (decisions.md D4).
+"""The shared strategic-merge case table, without a cluster (docs/behaviour.md D4).
 
 tests/integration/test_strategic_merge_golden.py proves the same table against a real
 kube-apiserver; here each case is checked at the PodTemplateSpec level and again wrapped in a
-Job template, the way the Task controller applies it (task-controller.md §3.7 step 13).
+Job template, the way the Task controller applies it (docs/behaviour.md §3.7.1).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import pytest
 from smp_cases import CASES, ERROR_CASES, MERGE_CASES, POD_TEMPLATE_SPEC
 
-from taskfsm.patching import PatchError, apply_strategic_merge, merge_job_template
+from taskfsm.build.patching import PatchError, apply_strategic_merge, merge_job_template
 
 
 def _as_job_template(pod_template: dict) -> dict:
@@ -50,9 +51,7 @@ def test_error_case_path_is_relative_to_job_template(case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_inputs_are_never_mutated(case):
     original, patch = copy.deepcopy(case.original), copy.deepcopy(case.patch)
-    try:
+    with contextlib.suppress(PatchError):
         apply_strategic_merge(original, patch, POD_TEMPLATE_SPEC)
-    except PatchError:
-        pass
     assert original == case.original
     assert patch == case.patch

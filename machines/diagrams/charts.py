@@ -1,0 +1,68 @@
+"""The lifecycle statecharts as the renderers see them: `TASK` and `WORKFLOW`.
+
+Where this sits in the flow: `machines.diagrams.graph` draws any chart described by a `Chart`,
+`machines.diagrams.render` writes each one's diagrams and docs blocks. This module only
+describes the two charts (which class, which phases, which model protocol documents the guards
+and effects, which observation documents its fields), so the renderers import the charts and
+never the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from machines.catalog import ChartClass
+from machines.task import chart as task_chart
+from machines.task import model as task_model
+from machines.task import observation as task_observation
+from machines.workflow import chart as workflow_chart
+from machines.workflow import model as workflow_model
+from machines.workflow import observation as workflow_observation
+
+
+@dataclass(frozen=True)
+class Chart:
+    """What the renderers need to know about one lifecycle statechart.
+
+    Attributes:
+        machine: the chart class.
+        phase_states: `status.phase` → state id (`""` for the state of a new object).
+        title: the DOT graph label, e.g. `Task lifecycle (machines/task/chart.py)`.
+        model: the protocol whose documented methods are the guards and effects.
+        guard_names: every guard of `model`, in declaration order.
+        effect_names: every effect of `model`, in declaration order.
+        field_docs: returns `(name, type, doc)` for every observation field.
+    """
+
+    machine: ChartClass
+    phase_states: Mapping[str, str]
+    title: str
+    model: type
+    guard_names: tuple[str, ...]
+    effect_names: tuple[str, ...]
+    field_docs: Callable[[], list[tuple[str, str, str]]]
+
+
+TASK: Final = Chart(
+    machine=task_chart.TaskLifecycle,
+    phase_states=task_chart.PHASE_STATES,
+    title="Task lifecycle (machines/task/chart.py)",
+    model=task_model.TaskLifecycleModel,
+    guard_names=task_model.GUARD_NAMES,
+    effect_names=task_model.EFFECT_NAMES,
+    field_docs=task_observation.field_docs,
+)
+"""The Task lifecycle, the default of every renderer."""
+
+WORKFLOW: Final = Chart(
+    machine=workflow_chart.WorkflowLifecycle,
+    phase_states=workflow_chart.PHASE_STATES,
+    title="Workflow lifecycle (machines/workflow/chart.py)",
+    model=workflow_model.WorkflowLifecycleModel,
+    guard_names=workflow_model.GUARD_NAMES,
+    effect_names=workflow_model.EFFECT_NAMES,
+    field_docs=workflow_observation.field_docs,
+)
+"""The Workflow lifecycle as the renderers see it."""

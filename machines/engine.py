@@ -1,0 +1,440 @@
+"""One reconcile pass through a lifecycle statechart, for any chart: the pass engine.
+
+Where this sits in the flow: a reconciler condenses the cluster into an observation and asks
+the engine of its chart (`machines.task.driver.TASK_ENGINE`,
+`machines.workflow.driver.WORKFLOW_ENGINE`) to `run(observation, model, now=...)`. The engine
+puts its machine in the configuration of the persisted `status.phase` (no entry action runs
+for it), sends the events the chart derives from the observation, and returns a `PassOutcome`:
+the phase to persist, the effects performed, the errors, the conditions, and what the chart
+decided about the rest of the reconcile (wait quietly, end the reconcile, look again after
+some seconds). It never raises (D23 in docs/behaviour.md §6): a raising effect, a blocker the
+chart reports, an unknown phase or a programming error all come back as `errors`.
+
+Two objects are attached to the machine:
+
+* a **pass record** (`PassRecord` subclass), the chart's own model: it holds the configuration
+  the pass starts from and collects what the pass decided. Verdict actions (`note_*`,
+  `report_*`, `schedule_*`, `end_reconcile`) are its methods: they decide, they do no I/O;
+* a **model binding** (`binding_class`), a listener with one method per guard and effect name
+  that calls the runtime's model with the pass's observation. A real method per name lets the
+  library check every name of the chart when the machine is built.
+
+Both stop a pass at its first error or wait: after a callback raised, or a verdict reported an
+error or decided to wait, guards answer False so no further guarded transition is taken (a
+raising guard alone would count as False for the library, which would then try the next
+candidate transition).
+
+**One machine per thread, reused.** Building a `StateChart` registers every callback of the
+chart (about a millisecond); a pass itself costs a fraction of that. So each thread keeps one
+machine per chart and starts every pass by resetting its record and binding and setting the
+configuration from the persisted phase; a machine whose pass ended in an internal error, or in
+a top-level final state (after which a statechart accepts no more events), is dropped and built
+again. See docs/benchmarks.md for the measured difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from statemachine import StateChart
+from statemachine.orderedset import OrderedSet
+from statemachine.transition import Transition
+
+from machines.catalog import transition_key
+from machines.conditions import Condition
+
+ERROR_EVENT = "error.execution"
+
+
+@dataclass(frozen=True, slots=True)
+class PassError:
+    """Why a pass ended in error. `action` names the callback that raised or reported it.
+
+    `outside` is set by a verdict that blames something outside the object (its cluster does
+    not answer): the runtime retries such errors with its short backoff cap, like API failures.
+    """
+
+    message: str
+    action: str | None = None
+    exception: BaseException | None = field(default=None, compare=False)
+    outside: bool = False
+
+
+R = TypeVar("R")
+"""The chart's reason type (an enum written as the terminal condition's reason)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassOutcome(Generic[R]):
+    """What one pass decided and did.
+
+    Attributes:
+        phase: `status.phase` to persist; the persisted one when the pass did not move it
+            (always a str, never None).
+        state: the state id the pass ended in (`"running"`, `"deleting"`, `"finalized"`...),
+            `""` when the pass could not start.
+        effects: model effects performed, in order; a raising one is not listed.
+        errors: what ended the pass in error, in order (usually one).
+        reason: set when this pass entered a terminal phase.
+        reason_message: what that reason means for this object (the condition's message).
+        conditions: `status.conditions` to persist.
+        transitions: keys (`machines.catalog`) of the transitions taken, in order.
+        waiting: set (the status message) when the chart decided to wait quietly for
+            something that announces itself (an MPE client being set up): no error, no
+            backoff, no Event.
+        waiting_quietly: the wait leaves `status.message` as it is (a finished object's
+            housekeeping waiting for a moment, e.g. while clients are set up at start-up).
+        end_reconcile: the chart decided that the reconcile takes no further step after this
+            pass (what it wrote, once durable, triggers the next one).
+        requeue_after: seconds after which the object must be looked at again even if
+            nothing happens; None when only events matter.
+    """
+
+    phase: str
+    state: str
+    effects: tuple[str, ...] = ()
+    errors: tuple[PassError, ...] = ()
+    reason: R | None = None
+    reason_message: str = ""
+    conditions: tuple[Condition, ...] = ()
+    transitions: tuple[str, ...] = ()
+    waiting: str = ""
+    waiting_quietly: bool = False
+    end_reconcile: bool = False
+    requeue_after: float | None = None
+
+    @property
+    def error(self) -> PassError | None:
+        """The first error, or None for a successful pass."""
+        return self.errors[0] if self.errors else None
+
+    @property
+    def message(self) -> str:
+        """`status.message`: the error text, `[a, b]` for several, the waiting reason, or `""`."""
+        if len(self.errors) > 1:
+            return "[" + ", ".join(e.message for e in self.errors) + "]"
+        if self.errors:
+            return self.errors[0].message
+        return self.waiting
+
+    @property
+    def finalized(self) -> bool:
+        """The object's finalizer is gone: persist nothing more, the object is going."""
+        return self.state == "finalized"
+
+
+class PassRecord:
+    """The chart's model for one pass: its starting configuration and what the pass decided.
+
+    Subclasses add the verdict callbacks of their chart and set `chart` (for transition keys).
+    One record serves every pass of its thread's machine: `begin` resets it.
+    """
+
+    chart: type[StateChart[PassRecord]]
+
+    def __init__(self) -> None:
+        self.state: Any = OrderedSet()
+        self.begin((), None)
+
+    def begin(self, configuration: Sequence[str], observation: Any) -> None:
+        """Start a pass in `configuration` (outermost state first) for `observation`."""
+        self.state = OrderedSet(configuration)
+        self.observation = observation
+        self.effects: list[str] = []
+        self.errors: list[PassError] = []
+        self.reason: Any = None
+        self.reason_message = ""
+        self.taken: list[str] = []
+        self.running_callback: str | None = None
+        self.failed = False
+        """Set as soon as a callback raises, before error.execution is even processed."""
+        self.waiting = ""
+        self.quiet = False
+        self.ended = False
+        self.requeue_after: float | None = None
+        self.detail: Any = None
+        """A chart's further verdict for its conditions (the Task chart: why Ready is False)."""
+
+    def record_error(self, error: BaseException) -> None:
+        # error.execution: an effect or guard raised. Nothing may raise here, or the library
+        # would drop the error with only a log line.
+        message = str(error) or type(error).__name__
+        self.errors.append(PassError(message, action=self.running_callback, exception=error))
+        self.running_callback = None
+
+    def end_reconcile(self) -> None:
+        """Verdict: no further step in this reconcile (the next comes from a watch event)."""
+        self.ended = True
+
+    def wait(self, message: str, *, quiet: bool = False) -> None:
+        """Verdict helper: wait quietly, saying why in `status.message` (``quiet``: leaving
+        `status.message` as it is)."""
+        self.waiting = message
+        self.quiet = quiet
+
+    def report(self, message: str, action: str, *, outside: bool = False) -> None:
+        """Verdict helper: end the pass with an error the chart decided on (no I/O);
+        ``outside``: see `PassError`."""
+        self.errors.append(PassError(message, action=action, outside=outside))
+
+    def after_transition(self, transition: Transition) -> None:
+        self.taken.append(transition_key(transition, self.chart))
+
+
+class ModelBinding:
+    """Listener that resolves guards and effects on the model, with the observation bound.
+
+    Use `binding_class` to get a subclass with one method per guard and effect name.
+    """
+
+    def __init__(self, record: PassRecord) -> None:
+        self._record = record
+        self._model: object = None
+        self._observation: Any = None
+
+    def begin(self, model: object, observation: Any) -> None:
+        self._model, self._observation = model, observation
+
+    def _guard(self, name: str) -> bool:
+        record = self._record
+        if record.failed or record.errors or record.waiting:
+            # The pass already failed, or decided to wait: take no further guarded transition
+            # (a waiting eventless transition would otherwise be taken again and again). Error
+            # handlers have no guards, so the error itself is still recorded.
+            return False
+        try:
+            return bool(getattr(self._model, name)(self._observation))
+        except Exception:
+            record.running_callback, record.failed = name, True
+            raise
+
+    def _effect(self, name: str) -> None:
+        record = self._record
+        record.running_callback = name
+        try:
+            getattr(self._model, name)(self._observation)
+        except Exception:
+            record.failed = True
+            raise
+        record.running_callback = None
+        record.effects.append(name)
+
+
+def _bound(name: str, kind: Callable[[ModelBinding, str], Any]) -> Callable[[ModelBinding], Any]:
+    def callback(self: ModelBinding) -> Any:
+        return kind(self, name)
+
+    callback.__name__ = name
+    return callback
+
+
+def binding_class(
+    name: str, guard_names: Sequence[str], effect_names: Sequence[str]
+) -> type[ModelBinding]:
+    """A `ModelBinding` subclass with a method for every guard and effect name."""
+    methods: dict[str, Any] = {n: _bound(n, ModelBinding._guard) for n in guard_names}
+    methods.update({n: _bound(n, ModelBinding._effect) for n in effect_names})
+    return type(name, (ModelBinding,), methods)
+
+
+@functools.cache
+def missing_callbacks(model_type: type, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The guard/effect `names` that `model_type` does not provide as callables."""
+    return tuple(n for n in names if not callable(getattr(model_type, n, None)))
+
+
+class UnknownPhaseError(ValueError):
+    """The persisted `status.phase` is none of the phases the chart knows."""
+
+    def __init__(self, phase: str, known: Sequence[str]) -> None:
+        listed = ", ".join(repr(p) for p in known)
+        super().__init__(f"unknown status.phase {phase!r}; expected one of {listed}")
+        self.phase = phase
+
+
+class Conditions(Protocol):
+    """The chart's condition function (`machines.task.conditions.compute_conditions`...)."""
+
+    def __call__(
+        self,
+        phase: str,
+        *,
+        failed_pass: bool,
+        existing: Sequence[Condition],
+        now: datetime,
+        reason: Any = None,
+        message: str = "",
+        detail: Any = None,
+    ) -> tuple[Condition, ...]: ...
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """What the engine needs to know about one chart.
+
+    Attributes:
+        chart: the `StateChart` class.
+        record: its `PassRecord` subclass (with the chart's verdicts).
+        guard_names, effect_names: the names resolved on the runtime's model.
+        configuration: the configuration a persisted observation starts in (may raise
+            `UnknownPhaseError`).
+        events: the events one pass sends, in order.
+        phase_of: the `status.phase` to persist for the state id a pass ended in, given its
+            observation (None: keep the persisted one, e.g. for states that are not phases).
+        conditions: the chart's `status.conditions` function.
+        stop: after each event, whether the pass is over (e.g. the object left `live`).
+    """
+
+    chart: type[StateChart[PassRecord]]
+    record: type[PassRecord]
+    guard_names: tuple[str, ...]
+    effect_names: tuple[str, ...]
+    configuration: Callable[[Any], list[str]]
+    events: Callable[[Any], tuple[str, ...]]
+    phase_of: Callable[[str, Any], str | None]
+    conditions: Conditions
+    stop: Callable[[OrderedSet[Any]], bool]
+
+
+class PassEngine:
+    """Runs passes of one chart, with one reused machine per thread (see the module doc)."""
+
+    def __init__(self, spec: ChartSpec) -> None:
+        self.spec = spec
+        self._binding_class = binding_class(
+            f"{spec.chart.__name__}Binding", spec.guard_names, spec.effect_names
+        )
+        self._local = threading.local()
+
+    def _slot(self) -> tuple[StateChart[PassRecord], PassRecord, ModelBinding]:
+        slot: tuple[StateChart[PassRecord], PassRecord, ModelBinding] | None = getattr(
+            self._local, "slot", None
+        )
+        if slot is None:
+            record = self.spec.record()
+            # The record holds a configuration before the machine exists, so the engine finds
+            # a current state and runs no initial transition or entry action.
+            record.state = OrderedSet(self.spec.configuration(_BUILD_OBSERVATION))
+            binding = self._binding_class(record)
+            machine = self.spec.chart(model=record, listeners=[binding])
+            slot = self._local.slot = (machine, record, binding)
+        return slot
+
+    def build(self, observation: Any, model: object) -> tuple[StateChart[PassRecord], PassRecord]:
+        """A fresh machine in `observation`'s configuration (for tools that render or inspect
+        one; passes use `run`). Raises `UnknownPhaseError` like `run` would report it."""
+        record = self.spec.record()
+        record.begin(self.spec.configuration(observation), observation)
+        binding = self._binding_class(record)
+        binding.begin(model, observation)
+        return self.spec.chart(model=record, listeners=[binding]), record
+
+    def run(self, observation: Any, model: object, *, now: datetime) -> PassOutcome[Any]:
+        """Drive one pass and report it; never raises.
+
+        Args:
+            observation: what the reconciler read for this pass.
+            model: the chart's guards and effects; effects may raise.
+            now: the time stamped on conditions that change.
+        """
+        spec = self.spec
+        # Plain `type`: mypy does not see a `type[X]` as Hashable (python/mypy#11470).
+        model_type: type = type(model)
+        missing = missing_callbacks(model_type, spec.guard_names + spec.effect_names)
+        if missing:
+            return self._stopped(
+                observation, now, f"model {model_type.__name__} lacks {', '.join(missing)}"
+            )
+        try:
+            configuration = spec.configuration(observation)
+        except UnknownPhaseError as err:
+            return self._stopped(observation, now, str(err), err)
+        machine, record, binding = self._slot()
+        record.begin(configuration, observation)
+        binding.begin(model, observation)
+        try:
+            for event in spec.events(observation):
+                machine.send(event)
+                if record.failed or record.errors or spec.stop(machine.configuration_values):
+                    break
+        except Exception as err:  # D23: a library or programming error must not stop the controller
+            record.errors.append(
+                PassError(f"internal error: {err}", action=record.running_callback, exception=err)
+            )
+            self._local.slot = None  # its engine may hold half a step: build a new one
+        finally:
+            binding.begin(None, None)  # keep no reference to the reconcile's objects
+        state = next(s.id for s in machine.configuration if s.is_atomic)
+        if any(s.final and s.parent is None for s in machine.configuration):
+            # A machine that reached a top-level final state has stopped for good (SCXML): the
+            # next pass of this thread gets a new one.
+            self._local.slot = None
+        phase = spec.phase_of(state, observation)
+        if phase is None:
+            phase = getattr(observation, "phase", "") or ""
+        conditions = spec.conditions(
+            phase,
+            failed_pass=bool(record.errors),
+            existing=observation.conditions,
+            now=now,
+            reason=record.reason,
+            message=record.reason_message,
+            detail=record.detail,
+        )
+        outcome: PassOutcome[Any] = PassOutcome(
+            phase=phase,
+            state=state,
+            effects=tuple(record.effects),
+            errors=tuple(record.errors),
+            reason=record.reason,
+            reason_message=record.reason_message,
+            conditions=conditions,
+            transitions=tuple(record.taken),
+            waiting="" if record.errors else record.waiting,
+            waiting_quietly=record.quiet and not record.errors,
+            end_reconcile=record.ended,
+            requeue_after=None if record.errors else record.requeue_after,
+        )
+        record.begin((), None)  # the record keeps nothing of this pass either
+        record.state = OrderedSet(configuration)
+        return outcome
+
+    def _stopped(
+        self, observation: Any, now: datetime, message: str, exc: BaseException | None = None
+    ) -> PassOutcome[Any]:
+        """An outcome for a pass that could not start: nothing done, phase left as persisted."""
+        phase = getattr(observation, "phase", "") or ""
+        conditions = self.spec.conditions(
+            phase, failed_pass=True, existing=observation.conditions, now=now
+        )
+        state = _state_of_phase(self.spec, phase)
+        return PassOutcome(
+            phase=phase,
+            state=state,
+            errors=(PassError(message, exception=exc),),
+            conditions=conditions,
+        )
+
+
+def _state_of_phase(spec: ChartSpec, phase: str) -> str:
+    for state_id in spec.chart.states_map:
+        if spec.phase_of(state_id, _BUILD_OBSERVATION) == phase:
+            return str(state_id)
+    return ""
+
+
+class _BuildObservation:
+    """What a machine is built in before its first pass: the New state of the chart."""
+
+    phase = ""
+    phase_known = True
+    deletion_requested = False
+    conditions: tuple[Condition, ...] = ()
+
+
+_BUILD_OBSERVATION = _BuildObservation()

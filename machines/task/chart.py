@@ -1,0 +1,267 @@
+"""The Task lifecycle as a statechart: states, events, guards and actions, and nothing else.
+
+Where this sits in the flow: the reconciler condenses the cluster into a `TaskObservation`,
+`machines.task.driver.run_pass` rebuilds `TaskLifecycle` from the persisted `status.phase`, sends
+the events `events_for(observation)` derives, and reports the phase reached and the effects
+the machine requested. The chart imports nothing from Kubernetes and does no I/O: guards and
+effects are names resolved on the runtime model (`machines.task.model.TaskLifecycleModel`),
+verdicts are names resolved on the driver's pass record (`machines.task.driver`).
+
+What each phase means to a user:
+
+- New (`""`): the Task was just created; nothing has been decided yet.
+- Initializing: choosing the MediaProcessingEntity (where to run) and the Function (what).
+- JobPending: both are chosen; the Job and its helper-data Secret are being created.
+- Running: the Job exists; the Task waits for its outcome (startTime is set once).
+- Succeeded / Failed: the outcome is recorded for good (endTime set); the Job is only
+  cleaned up from here on. A terminal phase never goes back.
+- Deleting / Finalized: the Task is going away; these are not phases (status.phase keeps
+  its last value) but steps of one pass: clean up the Job, then drop the finalizer.
+
+Spec: docs/behaviour.md §3 with D3, D6, D9, D10, D18, D18b, D22 and F8 (the
+Kubernetes ≥ 1.31 Job conditions).
+"""
+
+from __future__ import annotations
+
+from typing import Final, cast
+
+from statemachine import State, StateChart
+
+from machines.engine import PassRecord, UnknownPhaseError
+from machines.task.observation import TaskObservation, WorkflowState
+
+# Events: what the watch loop observed, derived from the observation by `events_for`.
+DELETION_REQUESTED: Final = "deletion_requested"
+FINALIZER_MISSING: Final = "finalizer_missing"
+WORKFLOW_MISSING: Final = "workflow_missing"
+WORKFLOW_DELETING: Final = "workflow_deleting"
+OWNERSHIP_MISSING: Final = "ownership_missing"
+WORKFLOW_TERMINATED: Final = "workflow_terminated"
+OBSERVED: Final = "observed"
+SETTLED: Final = "settled"
+
+
+class TaskLifecycle(StateChart[PassRecord]):
+    """Lifecycle of one nagare media engine Task (docs/behaviour.md §3).
+
+    Within a state, transitions for the same event are tried in declaration order and the
+    first whose guards all hold is taken. Effects run as `before` actions, so an effect that
+    raises aborts its transition (the state does not change) and becomes `error.execution`,
+    which every non-final state handles with `record_error`.
+
+    {statechart:md}
+    """
+
+    # The phase is held on the driver's pass record, never on the Task object: writing
+    # states one at a time would leave the configuration empty (None) mid-transition.
+    atomic_configuration_update = True
+    # A targetless transition must not re-run the entry actions of the state it stays in.
+    enable_self_transition_entries = False
+    # Phases are levels: an event a state has no use for is simply ignored.
+    allow_event_without_transition = True
+    # Exceptions from actions become error.execution, handled explicitly below.
+    catch_errors_as_events = True
+    # `cast(State, x)` below: `class x(State.Compound)` binds the State the library builds, but
+    # type checkers see a class, whose `to` stub refuses the None of a targetless transition.
+
+    class live(State.Compound, name="Live"):
+        class active(State.Compound, name="Active"):
+            new = State("New", initial=True)
+            initializing = State("Initializing")
+            job_pending = State("JobPending")
+            running = State("Running", enter="record_start_time")
+
+            observed = (
+                new.to(initializing, before="record_queued_time")
+                | initializing.to(
+                    job_pending, before=["select_media_processing_entity", "select_function"]
+                )
+                # D3: a JobPending Task without its refs goes back instead of forward.
+                | job_pending.to(initializing, cond="refs_missing")
+                # An MPE whose client is still being set up is waited for quietly: its
+                # reconcile wakes the Task. One tried and found unusable is an error (backoff).
+                | job_pending.to(None, cond="mpe_pending", on="report_mpe_pending")
+                | job_pending.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
+                | running.to(None, cond="mpe_pending", on="report_mpe_pending")
+                | running.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
+                # D6: a Job under our name with another UID is adopted, not a crash.
+                | running.to(None, cond="job_unrecorded", before="adopt_job")
+                # A Job held by spec.suspend (a queue has not admitted it yet): still Running,
+                # but Ready=False says that nothing runs.
+                | running.to(None, cond="job_suspended", on="note_job_suspended")
+            )
+            # Last in every pass: a Task whose Job may still change is looked at again after
+            # the resync period even without events (a missed Job event, F4).
+            settled = job_pending.to(None, on="schedule_resync") | running.to(
+                None, on="schedule_resync"
+            )
+
+        # D10: entering either terminal phase stamps endTime. D18: the reconcile then ends, so
+        # the outcome is durable before any housekeeping (the reconcile that wrote it requeues
+        # the Task at once).
+        class terminated(
+            State.Compound, name="Terminated", enter=["record_end_time", "end_reconcile"]
+        ):
+            succeeded = State("Succeeded")
+            failed = State("Failed")
+
+        observed = (
+            active.running.to(terminated.succeeded, cond="job_succeeded", on="note_job_succeeded")
+            | active.running.to(terminated.failed, cond="job_failed", on="note_job_failed")
+            # D18b: a Task UID gets at most one Job, ever. A Job that vanished, or was deleted
+            # before it finished, fails the Task (JobLost); it is never made again.
+            | active.running.to(terminated.failed, cond="job_vanished", on="note_job_lost")
+            | active.running.to(terminated.failed, cond="job_deleted_early", on="note_job_lost")
+            | active.job_pending.to(terminated.failed, cond="job_vanished", on="note_job_lost")
+            | active.job_pending.to(active.running, before="create_job_and_secret")
+            # Terminal housekeeping, one step per pass, only once the outcome is durable (D18);
+            # the next pass comes from the Job's own event (deleted, gone) or the resync.
+            | cast(State, terminated).to(
+                None, cond=["mpe_pending", "job_ref_set"], on="await_mpe_client"
+            )
+            | cast(State, terminated).to(
+                None, cond=["mpe_unavailable", "job_ref_set"], on="report_mpe_unavailable"
+            )
+            | cast(State, terminated).to(
+                None, cond=["outcome_recorded", "job_still_running"], before="delete_job"
+            )
+            | cast(State, terminated).to(
+                None, cond=["outcome_recorded", "job_protected"], before="release_job_finalizer"
+            )
+            | cast(State, terminated).to(None, cond="job_ref_stale", before="clear_job_ref")
+        )
+        # D18b: an outcome the Job already shows is recorded, never overwritten by the
+        # Workflow's termination; a Running Task whose Job cannot be read waits for it.
+        settled = cast(State, terminated).to(None, cond="job_ref_set", on="schedule_resync")
+        workflow_terminated = (
+            active.running.to(None, cond="mpe_pending", on="report_mpe_pending")
+            | active.running.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
+            | active.to(
+                terminated.succeeded,
+                cond="job_succeeded",
+                before="adopt_job",
+                on="note_job_succeeded",
+            )
+            | active.to(
+                terminated.failed, cond="job_failed", before="adopt_job", on="note_job_failed"
+            )
+            | active.to(terminated.failed, on="note_workflow_terminated")
+        )
+
+    # D9: a pass that only asked for the Task's deletion ends the reconcile in Deleting; the
+    # watch event of the Task's own deletionTimestamp starts the next, which finishes it.
+    deleting = State("Deleting", enter="end_reconcile")
+    finalized = State("Finalized", final=True)
+
+    deletion_requested = live.to(deleting)
+    finalizer_missing = cast(State, live).to(None, before="add_task_finalizer")
+    workflow_missing = cast(State, live).to(None, on="report_workflow_missing")
+    # D9: delete the Task and stop; the next pass sees its deletionTimestamp.
+    workflow_deleting = live.to(deleting, before="delete_task")
+    ownership_missing = cast(State, live).to(None, before="set_workflow_ownership")
+    error_execution = cast(State, live).to(None, on="record_error") | deleting.to(
+        None, on="record_error"
+    )
+
+    # Deleting finishes within the pass that observes the Task's own deletionTimestamp
+    # (eventless transitions, first match wins).
+    deleting.to(finalized, cond="task_terminating", unless="task_finalizer_present")
+    # The Job must be cleaned up through its MPE: one whose client is being set up (a
+    # restart) is waited for quietly; one found unreachable is retried until the cleanup
+    # bound after the deletionTimestamp ...
+    deleting.to(None, cond=["task_terminating", "mpe_pending"], on="report_mpe_pending")
+    deleting.to(
+        None,
+        cond=["task_terminating", "mpe_unavailable"],
+        unless=["mpe_gone", "cleanup_expired"],
+        on="report_cleanup_waiting",
+    )
+    # ... then, or at once when the MPE itself is gone, the Job is left behind and the Task
+    # goes (D22: a terminating Task can always be deleted).
+    deleting.to(
+        finalized,
+        cond=["task_terminating", "mpe_unavailable"],
+        before=["abandon_job", "remove_task_finalizer"],
+    )
+    deleting.to(
+        finalized,
+        cond=["task_terminating", "job_deletable", "job_protected"],
+        before=["delete_job", "release_job_finalizer", "remove_task_finalizer"],
+    )
+    deleting.to(
+        finalized,
+        cond=["task_terminating", "job_deletable"],
+        before=["delete_job", "remove_task_finalizer"],
+    )
+    deleting.to(
+        finalized,
+        cond=["task_terminating", "job_protected"],
+        before=["release_job_finalizer", "remove_task_finalizer"],
+    )
+    deleting.to(finalized, cond="task_terminating", before="remove_task_finalizer")
+
+
+PHASE_STATES: Final = {
+    "": "new",
+    "Initializing": "initializing",
+    "JobPending": "job_pending",
+    "Running": "running",
+    "Succeeded": "succeeded",
+    "Failed": "failed",
+}
+"""`status.phase` → state id. `""` is no valid state value for the library, hence the map."""
+
+STATE_PHASES: Final = {state_id: phase for phase, state_id in PHASE_STATES.items()}
+"""State id → `status.phase`, for the six phase states only."""
+
+
+def configuration_for(state_id: str) -> list[str]:
+    """Return the configuration (state values, outermost first) that has `state_id` active.
+
+    A compound state is active whenever one of its children is, so restoring only the leaf
+    would lose the `Live`/`Active` transitions.
+
+    Raises:
+        KeyError: for an unknown state id.
+    """
+    state = TaskLifecycle.states_map[state_id]
+    chain = [state, *state.ancestors()]
+    return [s.value for s in reversed(chain)]
+
+
+def configuration_for_phase(phase: str) -> list[str]:
+    """Return the configuration that a persisted `status.phase` stands for.
+
+    Raises:
+        UnknownPhaseError: if `phase` is not one of `PHASE_STATES`.
+    """
+    try:
+        return configuration_for(PHASE_STATES[phase])
+    except KeyError:
+        raise UnknownPhaseError(phase, list(PHASE_STATES)) from None
+
+
+def events_for(observation: TaskObservation) -> tuple[str, ...]:
+    """Return the events one pass sends, in order (docs/behaviour.md §3.2-§3.5).
+
+    The order is the reconcile's order of checks: deletion first (nothing else runs on a
+    terminating Task, D22), then the finalizer, the Workflow, `observed`, the phase step, and
+    last `settled`, which decides when to look again. The driver stops early when a pass ends
+    in error or leaves `Live`.
+    """
+    if observation.deletion_requested:
+        return (DELETION_REQUESTED,)
+    events: list[str] = []
+    if not observation.has_finalizer:
+        events.append(FINALIZER_MISSING)
+    if observation.workflow is WorkflowState.MISSING:
+        return (*events, WORKFLOW_MISSING)
+    if observation.workflow is WorkflowState.DELETING:
+        return (*events, WORKFLOW_DELETING)
+    if not observation.owned_by_workflow:
+        events.append(OWNERSHIP_MISSING)
+    if observation.workflow is WorkflowState.TERMINATED:
+        events.append(WORKFLOW_TERMINATED)
+    events += [OBSERVED, SETTLED]
+    return tuple(events)

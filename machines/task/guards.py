@@ -1,0 +1,107 @@
+"""The lifecycle's guards, implemented once over the observation.
+
+Where this sits in the flow: the statechart (`machines.task.chart`) names its guards as strings; the
+driver resolves them on the runtime model (`machines.task.model.TaskLifecycleModel`). Every guard
+is a pure question about the pass's `TaskObservation`, so the real reconciler and the test
+fakes both inherit these implementations from `ObservationGuards` instead of rewriting them.
+
+Spec: docs/behaviour.md §3.4-§3.10, with the fixes D3, D6, D18 and D22 of its §6.
+"""
+
+from __future__ import annotations
+
+from machines.task.observation import JobState, TaskObservation
+
+
+class ObservationGuards:
+    """Mixin: every guard of `TaskLifecycleModel`, answered from the observation alone.
+
+    Each method takes the pass's `TaskObservation` and returns a bool; none does I/O or
+    raises. The Job fields are trusted only when the MediaProcessingEntity is ready: the
+    statechart asks `mpe_unavailable` before any Job guard.
+    """
+
+    def task_terminating(self, observation: TaskObservation) -> bool:
+        """The Task has a deletionTimestamp (§3.10): the deletion flow may finish."""
+        return observation.deletion_requested
+
+    def task_finalizer_present(self, observation: TaskObservation) -> bool:
+        """The Task still carries `engine.nagare.media/task-protection`."""
+        return observation.has_finalizer
+
+    def refs_missing(self, observation: TaskObservation) -> bool:
+        """The MediaProcessingEntity or Function reference is missing from status (§3.4, D3)."""
+        return not (observation.mpe_selected and observation.function_selected)
+
+    def mpe_unavailable(self, observation: TaskObservation) -> bool:
+        """An MPE is selected but has no ready client (§1.7): the Job cannot be reached."""
+        return observation.mpe_selected and not observation.mpe_ready
+
+    def mpe_pending(self, observation: TaskObservation) -> bool:
+        """The selected MPE's client is still being set up: wait for it, quietly."""
+        return observation.mpe_selected and not observation.mpe_ready and observation.mpe_pending
+
+    def mpe_gone(self, observation: TaskObservation) -> bool:
+        """The selected MPE does not exist any more: nobody can clean up through it (D22)."""
+        return observation.mpe_gone
+
+    def cleanup_expired(self, observation: TaskObservation) -> bool:
+        """A deleting Task has waited for its unreachable MPE as long as the cleanup bound."""
+        return observation.deletion_requested and observation.cleanup_wait_left <= 0
+
+    def job_ref_set(self, observation: TaskObservation) -> bool:
+        """`status.jobRef` is set."""
+        return observation.job_ref_set
+
+    def job_unrecorded(self, observation: TaskObservation) -> bool:
+        """A Job exists under the Task's name but `status.jobRef` names no or another UID (D6)."""
+        return observation.job_present and observation.job_uid != observation.job_ref_uid
+
+    def job_suspended(self, observation: TaskObservation) -> bool:
+        """The Job is held by `spec.suspend` (its `Suspended` condition is True): nothing runs
+        until something resumes it."""
+        return observation.job is JobState.SUSPENDED and not observation.job_terminating
+
+    def job_succeeded(self, observation: TaskObservation) -> bool:
+        """The Job succeeded (`Complete` or `SuccessCriteriaMet` True)."""
+        return observation.job is JobState.SUCCEEDED
+
+    def job_failed(self, observation: TaskObservation) -> bool:
+        """The Job failed (`Failed` or `FailureTarget` True)."""
+        return observation.job is JobState.FAILED
+
+    def job_vanished(self, observation: TaskObservation) -> bool:
+        """No Job exists under the Task's name, though the Task had one: it is Running, its
+        `status.jobRef` is set, or the controller saw the Job before (D18b). Such a Job is lost,
+        never made again: a Task UID gets at most one Job."""
+        if observation.job is not JobState.ABSENT:
+            return False
+        return observation.phase == "Running" or observation.job_ref_set or observation.job_was_seen
+
+    def job_still_running(self, observation: TaskObservation) -> bool:
+        """The Job is active and nobody has asked to delete it yet (§3.9)."""
+        return observation.job_unfinished and not observation.job_terminating
+
+    def job_deleted_early(self, observation: TaskObservation) -> bool:
+        """Someone deleted the Job before it finished: it is active and has a deletionTimestamp.
+
+        Its pods are going, so its outcome is lost (D18b): the Task fails with JobLost, and its
+        job-protection finalizer is released once that is recorded.
+        """
+        return observation.job_unfinished and observation.job_terminating
+
+    def job_deletable(self, observation: TaskObservation) -> bool:
+        """A Job exists and nobody has asked to delete it yet, finished or not (§3.10)."""
+        return observation.job_present and not observation.job_terminating
+
+    def job_protected(self, observation: TaskObservation) -> bool:
+        """The Job still carries `engine.nagare.media/job-protection`."""
+        return observation.job_protected
+
+    def outcome_recorded(self, observation: TaskObservation) -> bool:
+        """The persisted phase is Succeeded or Failed, so the outcome is durable (D18)."""
+        return observation.outcome_recorded
+
+    def job_ref_stale(self, observation: TaskObservation) -> bool:
+        """`status.jobRef` names a Job that is gone or was replaced by another UID (§3.9, D6)."""
+        return observation.job_ref_set and observation.job_uid != observation.job_ref_uid

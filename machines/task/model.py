@@ -1,0 +1,219 @@
+"""The runtime contract between the lifecycle statechart and whoever drives it.
+
+Where this sits in the flow: `machines.task.chart.TaskLifecycle` names guards and effects as
+strings; `machines.task.driver.run_pass` resolves them on a model that satisfies
+`TaskLifecycleModel`. The real reconciler implements the effects against the cluster; test
+fakes record them. Both usually inherit the guards from `machines.task.guards.ObservationGuards`.
+
+Every callback takes the pass's `TaskObservation` as its only argument.
+
+- Guards answer from the observation, never do I/O and should not raise.
+- Effects may do I/O and may raise; an exception ends the pass with that error (the driver
+  reports it, the phase stays where the failed transition started).
+- Effects that only change the Task's *status* (`record_*`, `select_*`, `adopt_job`,
+  `clear_job_ref`, and the `status.jobRef` written by `create_job_and_secret`) change the
+  reconciler's in-memory copy; the reconciler patches status once at the end of the pass,
+  together with the phase, conditions and message from the `PassOutcome`.
+- Effects on metadata or on other objects (finalizers, labels, owner references, Job, Secret,
+  Task deletion) act on the API server when called.
+- Every effect is idempotent: a pass may be repeated after a lost status write (F3), so an
+  effect finding its work already done succeeds quietly.
+
+Spec: docs/behaviour.md §3, with the defects of its §6 fixed (each effect cites its own).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Protocol
+
+from machines.task.observation import TaskObservation
+
+GUARD_NAMES: Final = (
+    "task_terminating",
+    "task_finalizer_present",
+    "refs_missing",
+    "mpe_unavailable",
+    "mpe_pending",
+    "mpe_gone",
+    "cleanup_expired",
+    "job_ref_set",
+    "job_unrecorded",
+    "job_suspended",
+    "job_succeeded",
+    "job_failed",
+    "job_vanished",
+    "job_still_running",
+    "job_deleted_early",
+    "job_deletable",
+    "job_protected",
+    "outcome_recorded",
+    "job_ref_stale",
+)
+"""Every guard of `TaskLifecycleModel`, in declaration order."""
+
+EFFECT_NAMES: Final = (
+    "add_task_finalizer",
+    "set_workflow_ownership",
+    "delete_task",
+    "record_queued_time",
+    "select_media_processing_entity",
+    "select_function",
+    "create_job_and_secret",
+    "record_start_time",
+    "adopt_job",
+    "clear_job_ref",
+    "record_end_time",
+    "delete_job",
+    "release_job_finalizer",
+    "abandon_job",
+    "remove_task_finalizer",
+)
+"""Every effect of `TaskLifecycleModel`, in declaration order."""
+
+
+class TaskLifecycleModel(Protocol):
+    """What the lifecycle statechart needs from the reconciler, one method per name.
+
+    Guards return bool; effects return None and raise to report failure. See the module
+    docstring for the status-versus-I/O rule and idempotency.
+    """
+
+    # Guards (implemented by machines.task.guards.ObservationGuards).
+
+    def task_terminating(self, observation: TaskObservation) -> bool:
+        """The Task has a deletionTimestamp."""
+        ...
+
+    def task_finalizer_present(self, observation: TaskObservation) -> bool:
+        """The Task carries the task-protection finalizer."""
+        ...
+
+    def refs_missing(self, observation: TaskObservation) -> bool:
+        """The MPE or Function reference is missing from status."""
+        ...
+
+    def mpe_unavailable(self, observation: TaskObservation) -> bool:
+        """An MPE is selected but has no ready client."""
+        ...
+
+    def mpe_pending(self, observation: TaskObservation) -> bool:
+        """The selected MPE's client is still being set up."""
+        ...
+
+    def mpe_gone(self, observation: TaskObservation) -> bool:
+        """The selected MPE does not exist any more."""
+        ...
+
+    def cleanup_expired(self, observation: TaskObservation) -> bool:
+        """A deleting Task has waited for its unreachable MPE as long as the cleanup bound."""
+        ...
+
+    def job_ref_set(self, observation: TaskObservation) -> bool:
+        """`status.jobRef` is set."""
+        ...
+
+    def job_unrecorded(self, observation: TaskObservation) -> bool:
+        """A Job exists under the Task's name but jobRef names no or another UID."""
+        ...
+
+    def job_suspended(self, observation: TaskObservation) -> bool:
+        """The Job is held by `spec.suspend`."""
+        ...
+
+    def job_succeeded(self, observation: TaskObservation) -> bool:
+        """The Job succeeded."""
+        ...
+
+    def job_failed(self, observation: TaskObservation) -> bool:
+        """The Job failed."""
+        ...
+
+    def job_vanished(self, observation: TaskObservation) -> bool:
+        """No Job exists under the Task's name, though the Task had one (D18b)."""
+        ...
+
+    def job_still_running(self, observation: TaskObservation) -> bool:
+        """The Job is active and not being deleted."""
+        ...
+
+    def job_deleted_early(self, observation: TaskObservation) -> bool:
+        """Someone deleted the Job before it finished (active and terminating)."""
+        ...
+
+    def job_deletable(self, observation: TaskObservation) -> bool:
+        """A Job exists and is not being deleted."""
+        ...
+
+    def job_protected(self, observation: TaskObservation) -> bool:
+        """The Job carries the job-protection finalizer."""
+        ...
+
+    def outcome_recorded(self, observation: TaskObservation) -> bool:
+        """The persisted phase is terminal."""
+        ...
+
+    def job_ref_stale(self, observation: TaskObservation) -> bool:
+        """jobRef names a Job that is gone or was replaced."""
+        ...
+
+    # Effects.
+
+    def add_task_finalizer(self, observation: TaskObservation) -> None:
+        """Add the task-protection finalizer (never called on a terminating Task, D22)."""
+        ...
+
+    def set_workflow_ownership(self, observation: TaskObservation) -> None:
+        """Upsert the controller owner reference to the Workflow and the four labels (§3.5)."""
+        ...
+
+    def delete_task(self, observation: TaskObservation) -> None:
+        """Delete the Task (UID precondition) because its Workflow is being deleted (D9)."""
+        ...
+
+    def record_queued_time(self, observation: TaskObservation) -> None:
+        """Set `status.queuedTime = now` unless already set (§3.4)."""
+        ...
+
+    def select_media_processing_entity(self, observation: TaskObservation) -> None:
+        """Choose the MPE (ref, selector, TaskTemplate, default) and store it (§3.6, D1)."""
+        ...
+
+    def select_function(self, observation: TaskObservation) -> None:
+        """Choose the Function by ref, selector or TaskTemplate and store it (§3.6, D13)."""
+        ...
+
+    def create_job_and_secret(self, observation: TaskObservation) -> None:
+        """Create or adopt the named Job, then its Secret owned by it; set jobRef (§3.7, D5)."""
+        ...
+
+    def record_start_time(self, observation: TaskObservation) -> None:
+        """Set `status.startTime = now` unless already set: set once (D3)."""
+        ...
+
+    def adopt_job(self, observation: TaskObservation) -> None:
+        """Point `status.jobRef` at the Job found under the Task's name (D6)."""
+        ...
+
+    def clear_job_ref(self, observation: TaskObservation) -> None:
+        """Remove `status.jobRef`."""
+        ...
+
+    def record_end_time(self, observation: TaskObservation) -> None:
+        """Set `status.endTime = now` unless already set (D10)."""
+        ...
+
+    def delete_job(self, observation: TaskObservation) -> None:
+        """Delete the observed Job (precondition `job_uid`, Background); NotFound/Conflict: done."""
+        ...
+
+    def release_job_finalizer(self, observation: TaskObservation) -> None:
+        """Remove the job-protection finalizer from the observed Job; NotFound: done (D18)."""
+        ...
+
+    def abandon_job(self, observation: TaskObservation) -> None:
+        """Report that the Job in an unreachable MPE is left behind as the Task goes (§3.10)."""
+        ...
+
+    def remove_task_finalizer(self, observation: TaskObservation) -> None:
+        """Remove `engine.nagare.media/task-protection` so the Task can go (§3.10)."""
+        ...

@@ -1,0 +1,218 @@
+"""What one reconcile pass saw of a Task's world, as immutable data.
+
+Where this sits in the flow: the reconciler reads the cluster (the Task fresh from the API
+server, its Workflow, its Job by deterministic name in the MediaProcessingEntity cluster, and
+the MediaProcessingEntity client registry) and condenses it into one `TaskObservation`. The
+lifecycle statechart (`machines.task.chart`) decides from it alone; guards never read the cluster.
+
+Nothing here imports Kubernetes: the reconciler translates API objects into these fields
+(`machines.task.job_status.interpret_job_conditions` turns a Job's conditions into a `JobState`).
+Every field carries a one-line `doc` in its metadata; `docs/lifecycle.md` is generated from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from machines.conditions import Condition
+
+PHASES: Final = ("", "Initializing", "JobPending", "Running", "Succeeded", "Failed")
+"""Every value `status.phase` may hold (docs/behaviour.md §1.3; `""` = not set yet)."""
+
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+"""Phases that record the Job's outcome; a terminal phase never goes back (§3.9)."""
+
+
+class WorkflowState(enum.Enum):
+    """The Task's Workflow (`spec.workflowRef.name`, same namespace) as seen by the pass (§3.5)."""
+
+    MISSING = "missing"
+    """GET returned NotFound: the pass ends with `failed to fetch Workflow: ...`."""
+    ACTIVE = "active"
+    """Phase empty, Initializing, Running or AwaitingCompletion (empty counts as active)."""
+    TERMINATED = "terminated"
+    """Phase Succeeded or Failed: every active Task of it fails (§3.11)."""
+    DELETING = "deleting"
+    """The Workflow has a deletionTimestamp: the Task deletes itself (§3.5, D9)."""
+
+
+class JobState(enum.Enum):
+    """The Job found under the Task's deterministic name, by its conditions (§3.12, F8)."""
+
+    ABSENT = "absent"
+    """No Job with that name (never created, deleted, or removed by its TTL)."""
+    ACTIVE = "active"
+    """Not terminated yet (no terminal condition is True)."""
+    SUSPENDED = "suspended"
+    """Not terminated, and `Suspended` is True: its pods are not running (`spec.suspend`)."""
+    SUCCEEDED = "succeeded"
+    """`Complete=True` or `SuccessCriteriaMet=True`."""
+    FAILED = "failed"
+    """`Failed=True` or `FailureTarget=True`."""
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskObservation:
+    """One pass's view of a Task and everything its lifecycle depends on.
+
+    Shape: flat, hashable data; defaults describe a Task nobody has touched yet. Build it with
+    keyword arguments. `phase=None` is accepted and stored as `""` (an omitted
+    `status.phase`), so the phase is never None downstream.
+
+    Raises:
+        ValueError: if the Job fields contradict each other (e.g. a UID for an absent Job);
+            that is a bug in the reconciler's reading of the cluster, not a cluster state.
+
+    Spec: docs/behaviour.md §3.2-§3.10, with the defects of its §6 fixed.
+    """
+
+    phase: str = field(default="", metadata=_doc('`status.phase` as persisted (`""` when unset).'))
+    deletion_requested: bool = field(
+        default=False, metadata=_doc("The Task has a `metadata.deletionTimestamp`.")
+    )
+    has_finalizer: bool = field(
+        default=False,
+        metadata=_doc("The Task carries the `engine.nagare.media/task-protection` finalizer."),
+    )
+    workflow: WorkflowState = field(
+        default=WorkflowState.ACTIVE,
+        metadata=_doc("State of the Task's Workflow (`WorkflowState`)."),
+    )
+    workflow_name: str = field(
+        default="", metadata=_doc("`spec.workflowRef.name`, used in status messages.")
+    )
+    owned_by_workflow: bool = field(
+        default=False,
+        metadata=_doc("The owner reference to the Workflow and the four workflow labels are set."),
+    )
+    mpe_selected: bool = field(
+        default=False, metadata=_doc("`status.mediaProcessingEntityRef` is set.")
+    )
+    function_selected: bool = field(default=False, metadata=_doc("`status.functionRef` is set."))
+    mpe_ready: bool = field(
+        default=False,
+        metadata=_doc(
+            "The selected MediaProcessingEntity has a ready API client (Job fields are "
+            "ignored when it has not)."
+        ),
+    )
+    mpe_pending: bool = field(
+        default=False,
+        metadata=_doc(
+            "It exists and its client is still being set up (neither ready nor failed yet): "
+            "the Task waits quietly, and the MPE's reconcile wakes it."
+        ),
+    )
+    mpe_gone: bool = field(
+        default=False,
+        metadata=_doc(
+            "It does not exist, or the reference names no MPE kind: nothing can reach its "
+            "cluster any more."
+        ),
+    )
+    mpe_problem: str = field(
+        default="",
+        metadata=_doc(
+            "Why it cannot be used: its Ready message, or this pass's failed Job read "
+            '(`""` when unknown).'
+        ),
+    )
+    job_name: str = field(
+        default="", metadata=_doc("The Task's deterministic Job name, used in status messages.")
+    )
+    job: JobState = field(
+        default=JobState.ABSENT,
+        metadata=_doc("The Job under that name, read fresh and interpreted by type (`JobState`)."),
+    )
+    job_uid: str = field(default="", metadata=_doc('That Job\'s UID (`""` when absent).'))
+    job_terminating: bool = field(
+        default=False, metadata=_doc("That Job has a `metadata.deletionTimestamp`.")
+    )
+    job_protected: bool = field(
+        default=False,
+        metadata=_doc("That Job carries the `engine.nagare.media/job-protection` finalizer."),
+    )
+    job_ref_uid: str = field(
+        default="", metadata=_doc('`status.jobRef.uid` (`""` when jobRef is unset).')
+    )
+    job_was_seen: bool = field(
+        default=False,
+        metadata=_doc(
+            "The controller saw a Job under that name before (it created it, or its watch "
+            "delivered it): a missing Job was lost, not never made (D18b)."
+        ),
+    )
+    cleanup_wait_left: float = field(
+        default=0.0,
+        metadata=_doc(
+            "Seconds a deleting Task may still wait for an unreachable MPE to clean up its "
+            "Job (`cleanup bound - time since deletionTimestamp`, 0 once over)."
+        ),
+    )
+    resync_seconds: float = field(
+        default=300.0,
+        metadata=_doc(
+            "How long a Task whose Job may still change waits for events before it is looked "
+            "at again (`--resync-period`)."
+        ),
+    )
+    conditions: tuple[Condition, ...] = field(
+        default=(), metadata=_doc("`status.conditions` as persisted, in order.")
+    )
+
+    def __post_init__(self) -> None:
+        if self.phase is None:  # an omitted status.phase must never travel on as None
+            object.__setattr__(self, "phase", "")
+        if self.job is JobState.ABSENT:
+            if self.job_uid or self.job_terminating or self.job_protected:
+                raise ValueError("an absent Job has no uid, deletionTimestamp or finalizer")
+        elif not self.job_uid:
+            raise ValueError(f"a {self.job.value} Job must carry its uid")
+        object.__setattr__(self, "conditions", tuple(self.conditions))
+
+    # Derived facts: kept as properties so no combination of fields can contradict them.
+
+    @property
+    def phase_known(self) -> bool:
+        """Whether `phase` is one of `PHASES`."""
+        return self.phase in PHASES
+
+    @property
+    def outcome_recorded(self) -> bool:
+        """The persisted phase is terminal, so the Job's outcome is durably recorded (D18)."""
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def job_present(self) -> bool:
+        """A Job exists under the deterministic name."""
+        return self.job is not JobState.ABSENT
+
+    @property
+    def job_unfinished(self) -> bool:
+        """A Job exists that has no outcome yet (running or suspended)."""
+        return self.job in (JobState.ACTIVE, JobState.SUSPENDED)
+
+    @property
+    def job_ref_set(self) -> bool:
+        """`status.jobRef` is set."""
+        return bool(self.job_ref_uid)
+
+    def replace(self, **changes: Any) -> TaskObservation:
+        """Return a copy with `changes` applied (validated like the constructor)."""
+        return dataclasses.replace(self, **changes)
+
+
+def field_docs() -> list[tuple[str, str, str]]:
+    """Return `(name, type, doc)` for every `TaskObservation` field, in declaration order."""
+    rows = []
+    for f in dataclasses.fields(TaskObservation):
+        type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        rows.append((f.name, type_name, f.metadata["doc"]))
+    return rows

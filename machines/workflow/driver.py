@@ -1,0 +1,132 @@
+"""One reconcile pass through the Workflow lifecycle: observation and model in, outcome out.
+
+Where this sits in the flow: the Workflow reconciler counts the Workflow's Tasks into a
+`WorkflowObservation` and calls `run_pass(observation, model, now=...)` once per pass. The
+pass engine (`machines.engine`) puts the thread's reused `WorkflowLifecycle` machine in the
+configuration of the persisted `status.phase` (no entry action runs for it), sends the events
+`events_for` derives, and returns a `PassOutcome`: the phase to persist, the effects
+performed in order, the error that ended the pass, the conditions, and `requeue_after`, the
+seconds after which the termination wait is due (the timed transition: the reconciler asks its
+work queue to come back then, nothing sleeps). Level-triggered like the Task driver
+(`machines.task.driver`): the next pass starts again from what is persisted.
+
+Guards and effects resolve on the model (through the engine's `ModelBinding`); verdicts
+(`note_*`, `schedule_completion_check`, `report_*`, `record_error`) on `_PassRecord`, the
+machine's own model: bookkeeping of the pass's reason, error and wait.
+
+Spec: docs/behaviour.md §4.3 with D20 and D23.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, TypeAlias
+
+from statemachine import State
+from statemachine.orderedset import OrderedSet
+
+from machines.engine import ChartSpec, PassEngine, PassOutcome, PassRecord
+from machines.workflow.chart import (
+    STATE_PHASES,
+    WorkflowLifecycle,
+    configuration_for_phase,
+    events_for,
+)
+from machines.workflow.conditions import WorkflowReason, compute_workflow_conditions
+from machines.workflow.model import EFFECT_NAMES, GUARD_NAMES, WorkflowLifecycleModel
+from machines.workflow.observation import WorkflowObservation
+
+VERDICT_NAMES: Final = (
+    "note_task_failed",
+    "note_completed",
+    "schedule_completion_check",
+    "report_list_error",
+    "report_tasks_active",
+    "record_error",
+)
+"""Actions resolved on the pass record rather than the model: they decide, they do no I/O."""
+
+TASKS_ACTIVE_MESSAGE: Final = "not all Tasks have terminated"
+"""The reference's error while a deleting Workflow waits for its Tasks (§4.3)."""
+
+
+class _PassRecord(PassRecord):
+    """The Workflow chart's model for one pass: `PassRecord` plus the Workflow verdicts and
+    the termination wait."""
+
+    chart = WorkflowLifecycle
+    reason: WorkflowReason | None
+    observation: WorkflowObservation
+
+    def note_task_failed(self) -> None:
+        names = self.observation.fatal_failures
+        listed = ", ".join(names)
+        if len(names) == 1:
+            text = f"Task {listed} failed and its jobFailurePolicy is FailWorkflow"
+        else:
+            text = f"Tasks {listed} failed and their jobFailurePolicy is FailWorkflow"
+        self.reason, self.reason_message = WorkflowReason.TASK_FAILED, text
+        self.requeue_after = None
+
+    def note_completed(self) -> None:
+        o = self.observation
+        self.reason = WorkflowReason.TASKS_COMPLETED
+        self.reason_message = (
+            f"{o.total} Tasks terminated ({o.succeeded} succeeded, {o.failed} failed) and "
+            f"none was added within {o.waiting_seconds:g}s"
+        )
+        self.requeue_after = None
+
+    def schedule_completion_check(self, source: State) -> None:
+        # Entering AwaitingCompletion stamps endTime now: the whole wait lies ahead. Staying
+        # there: what is left of it. Either way the Workflow is looked at again when it is due.
+        o = self.observation
+        wait = o.waiting_seconds if source.id == "running" else o.remaining_wait
+        self.requeue_after = wait
+
+    def report_list_error(self) -> None:
+        self.report(f"failed to list Tasks: {self.observation.list_error}", "report_list_error")
+
+    def report_tasks_active(self) -> None:
+        self.report(TASKS_ACTIVE_MESSAGE, "report_tasks_active")
+
+
+def _phase_of(state: str, observation: WorkflowObservation) -> str | None:
+    # An unknown phase starts in New; a pass that could not move it leaves it as it was.
+    if state == "new" and observation.phase:
+        return observation.phase
+    return STATE_PHASES.get(state)
+
+
+def _stop(configuration: OrderedSet[Any]) -> bool:
+    return "finalized" in configuration
+
+
+WORKFLOW_ENGINE: Final = PassEngine(
+    ChartSpec(
+        chart=WorkflowLifecycle,
+        record=_PassRecord,
+        guard_names=GUARD_NAMES,
+        effect_names=EFFECT_NAMES,
+        configuration=lambda observation: configuration_for_phase(observation.phase),
+        events=events_for,
+        phase_of=_phase_of,
+        conditions=compute_workflow_conditions,
+        stop=_stop,
+    )
+)
+"""The Workflow chart's pass engine (one reused machine per thread)."""
+
+WorkflowPassOutcome: TypeAlias = PassOutcome[WorkflowReason]
+"""A Workflow pass's outcome (`machines.engine.PassOutcome` with a `WorkflowReason`)."""
+
+
+def run_pass(
+    observation: WorkflowObservation, model: WorkflowLifecycleModel, *, now: datetime
+) -> WorkflowPassOutcome:
+    """Drive one reconcile pass and report it; never raises (see `machines.engine`).
+
+    An unknown phase starts in New and stays as it was when the pass cannot move it (the
+    CRD's enum keeps such values out in practice).
+    """
+    return WORKFLOW_ENGINE.run(observation, model, now=now)

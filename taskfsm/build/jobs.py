@@ -1,0 +1,191 @@
+"""The Job and the helper-data Secret a Task runs as (docs/behaviour.md §1.13, §2, §3.7 steps 4-6).
+
+Pure builders over plain Kubernetes JSON. With the fixes of docs/behaviour.md §6:
+
+* D5/D7: the Job's name is derived from the Task (name + a hash of its UID), so a retried create
+  finds the Job it already made (``AlreadyExists`` → adopt) instead of making a second one; the
+  Secret has the same name and an owner reference to the Job, so it can never outlive it.
+* D4: ``templatePatches`` are Kubernetes strategic merge patches (``taskfsm.build.patching``).
+* The data volume and mount are added to every container and init container; a template that
+  already uses the volume name or mount path is rejected with a clear message instead of
+  producing an invalid Job.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from taskfsm.api import constants as c
+from taskfsm.build.patching import JOB_TEMPLATE_SPEC, PatchError, merge_job_template
+from taskfsm.build.patching.errors import format_path
+from taskfsm.build.patching.schema import type_shape
+from taskfsm.build.patching.validate import validate_patch
+
+#: Job names end up in the pod label ``batch.kubernetes.io/job-name`` (≤ 63 characters).
+MAX_JOB_NAME = 63
+_HASH_LEN = 10
+
+
+class JobTemplateError(Exception):
+    """The Function template and patches do not make a usable Job; the message says why."""
+
+
+def task_labels(task: Mapping[str, Any]) -> dict[str, str]:
+    """The four Workflow/Task labels put on the Task, its Secret and its Job (§2)."""
+    meta = task["metadata"]
+    return {
+        c.LABEL_WORKFLOW_NAMESPACE: meta["namespace"],
+        c.LABEL_WORKFLOW_NAME: ((task.get("spec") or {}).get("workflowRef") or {}).get("name", ""),
+        c.LABEL_TASK_NAMESPACE: meta["namespace"],
+        c.LABEL_TASK_NAME: meta["name"],
+    }
+
+
+def job_name(task: Mapping[str, Any]) -> str:
+    """``<task name, made DNS-label safe and truncated>-<10 hex of sha256(task UID)>``.
+
+    Deterministic for one Task object and different for a re-created Task of the same name.
+    """
+    meta = task["metadata"]
+    digest = hashlib.sha256(meta["uid"].encode()).hexdigest()[:_HASH_LEN]
+    stem = re.sub(r"[^a-z0-9-]", "-", meta["name"].lower())[: MAX_JOB_NAME - _HASH_LEN - 1].strip(
+        "-"
+    )
+    return f"{stem or 'task'}-{digest}"
+
+
+def owns(job_or_secret: Mapping[str, Any], task: Mapping[str, Any]) -> bool:
+    """True when the object carries this Task's labels (used before adopting on AlreadyExists)."""
+    labels = (job_or_secret.get("metadata") or {}).get("labels") or {}
+    want = task_labels(task)
+    return all(labels.get(k) == want[k] for k in (c.LABEL_TASK_NAMESPACE, c.LABEL_TASK_NAME))
+
+
+def build_job(
+    *,
+    task: Mapping[str, Any],
+    function: Mapping[str, Any],
+    task_template: Mapping[str, Any] | None,
+    namespace: str,
+    ttl_seconds: int = c.JOB_TTL_SECONDS_AFTER_FINISHED,
+) -> dict[str, Any]:
+    """The Job for ``task`` in ``namespace`` (the MediaProcessingEntity's Job namespace).
+
+    Raises:
+        JobTemplateError: the Function template is not shaped like a Job template, a
+            ``templatePatches`` is malformed (the message names the object, field and path),
+            or the merged template has no pod spec or collides with the data volume.
+    """
+    patches = [
+        ((task_template or {}).get("spec") or {}).get("templatePatches"),
+        (task.get("spec") or {}).get("templatePatches"),
+    ]
+    template = (function.get("spec") or {}).get("template") or {}
+    try:
+        # The schema keeps the template free-form: check its shape like a patch's before merging,
+        # so a wrong type is reported by path instead of failing somewhere inside the merge.
+        validate_patch(template, type_shape(JOB_TEMPLATE_SPEC))
+    except PatchError as exc:
+        meta = function.get("metadata") or {}
+        path = "spec.template" + ("" if not exc.path else "." + format_path(exc.path))
+        raise JobTemplateError(
+            f"{function.get('kind') or c.KIND_FUNCTION} {meta.get('name')!r} has an unusable "
+            f"{path}: {exc.problem}"
+        ) from None
+    try:
+        merged = merge_job_template(copy.deepcopy(template), *patches)
+    except PatchError as exc:
+        raise JobTemplateError(f"{_patch_source(exc.patch_index, task_template)}: {exc}") from None
+    name = job_name(task)
+    template_meta = merged.get("metadata") or {}
+    spec = copy.deepcopy(merged.get("spec") or {})
+    pod_spec = (spec.get("template") or {}).get("spec")
+    if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
+        raise JobTemplateError(
+            "the Function template (with templatePatches applied) has no "
+            "spec.template.spec.containers"
+        )
+    _add_task_data_volume(pod_spec, secret_name=name)
+    spec["ttlSecondsAfterFinished"] = ttl_seconds  # always overrides the template (§1.13)
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {**(template_meta.get("labels") or {}), **task_labels(task)},
+        "finalizers": [c.FINALIZER_JOB_PROTECTION],
+    }
+    if template_meta.get("annotations"):
+        metadata["annotations"] = dict(template_meta["annotations"])
+    return {"apiVersion": c.JOB_API_VERSION, "kind": c.KIND_JOB, "metadata": metadata, "spec": spec}
+
+
+def _patch_source(index: int | None, task_template: Mapping[str, Any] | None) -> str:
+    """Which ``templatePatches`` a merge error comes from (``build_job`` passes the
+    TaskTemplate's first, the Task's second)."""
+    if index == 0 and task_template is not None:
+        meta = task_template.get("metadata") or {}
+        kind = task_template.get("kind") or c.KIND_TASK_TEMPLATE
+        return f"{kind} {meta.get('name')!r} spec.templatePatches"
+    return "spec.templatePatches"
+
+
+def _add_task_data_volume(pod_spec: dict[str, Any], *, secret_name: str) -> None:
+    volumes = pod_spec.setdefault("volumes", [])
+    if any(v.get("name") == c.TASK_DATA_VOLUME_NAME for v in volumes):
+        raise JobTemplateError(
+            f"the Job template already has a volume named {c.TASK_DATA_VOLUME_NAME}, "
+            "which taskfsm reserves"
+        )
+    volumes.append({"name": c.TASK_DATA_VOLUME_NAME, "secret": {"secretName": secret_name}})
+    mount = {"name": c.TASK_DATA_VOLUME_NAME, "mountPath": c.TASK_DATA_MOUNT_PATH, "readOnly": True}
+    for group in ("initContainers", "containers"):
+        for container in pod_spec.get(group) or []:
+            mounts = container.setdefault("volumeMounts", [])
+            if any(m.get("mountPath") == c.TASK_DATA_MOUNT_PATH for m in mounts):
+                raise JobTemplateError(
+                    f"container {container.get('name')!r} already mounts {c.TASK_DATA_MOUNT_PATH}, "
+                    "which taskfsm reserves for the task data"
+                )
+            mounts.append(dict(mount))
+
+
+def build_secret(
+    *, task: Mapping[str, Any], job: Mapping[str, Any], payload: bytes
+) -> dict[str, Any]:
+    """The helper-data Secret: named like the Job, owned by it (GC removes it with the Job)."""
+    import base64
+
+    meta = job["metadata"]
+    return {
+        "apiVersion": c.SECRET_API_VERSION,
+        "kind": c.KIND_SECRET,
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": task_labels(task),
+            "ownerReferences": [
+                {
+                    "apiVersion": c.JOB_API_VERSION,
+                    "kind": c.KIND_JOB,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                }
+            ],
+        },
+        "data": {c.TASK_DATA_FILE_NAME: base64.b64encode(payload).decode()},
+    }
+
+
+def exact_ref(job: Mapping[str, Any]) -> dict[str, str]:
+    """``status.jobRef``: an ExactObjectReference, apiVersion/kind filled at once (§3.7 step 6)."""
+    meta = job["metadata"]
+    return {
+        "apiVersion": c.JOB_API_VERSION,
+        "kind": c.KIND_JOB,
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "uid": meta["uid"],
+    }

@@ -1,0 +1,63 @@
+"""What a reconcile tells its worker, and how an error is classified for the retry.
+
+Every reconciler (Task, Workflow, MediaProcessingEntity) returns a :class:`Result`; the worker of
+the manager (``taskfsm.manager.controller``) requeues the key from it: an error with a per-key
+backoff (short for failures of the API, long for errors of the object, never sooner than a
+``Retry-After``), otherwise after ``requeue_after`` seconds or only on the next event
+(docs/behaviour.md §3.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the worker does with the key next.
+
+    ``error`` set → re-add with per-key backoff; else ``requeue_after`` seconds (None: only on
+    the next event) and the key's backoff is reset.
+    """
+
+    error: str | None = None
+    requeue_after: float | None = None
+    transient: bool = False
+    """The error came from the API (unreachable, refusing, a conflict), not from the object: the
+    worker retries it with a backoff capped in seconds, not minutes."""
+    retry_after: float | None = None
+    """The API server's ``Retry-After`` (seconds) on the failure: the retry waits at least that."""
+
+
+def api_failure(exc: BaseException | None) -> KubeError | None:
+    """The API error behind ``exc`` (itself, its cause or its context), if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KubeError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def is_transient(exc: BaseException | None) -> bool:
+    """An API failure that says nothing about the object: the API was unreachable or refused
+    (transport errors, 429, 5xx, admission denials), or a precondition found a newer version.
+    NotFound and AlreadyExists are answers about the object, not failures of the API."""
+    failure = api_failure(exc)
+    return failure is not None and not isinstance(failure, (NotFound, AlreadyExists))
+
+
+def retry_after_of(exc: BaseException | None) -> float | None:
+    """The ``Retry-After`` the API server sent with the failure behind ``exc``, if any."""
+    failure = api_failure(exc)
+    return None if failure is None else failure.retry_after
+
+
+def is_conflict(exc: BaseException | None) -> bool:
+    """A precondition failed: the write was computed from a view that is no longer current.
+    A normal race, retried from a fresh read without a Warning Event."""
+    failure = api_failure(exc)
+    return isinstance(failure, Conflict) and not isinstance(failure, AlreadyExists)

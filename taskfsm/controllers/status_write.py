@@ -1,0 +1,41 @@
+"""The one status write of a reconcile, shared by the Task and Workflow controllers.
+
+A merge patch of ``/status`` carrying, as a precondition, the resourceVersion the pass read:
+a status computed from a view that is no longer current (a lagging cache, a paused process,
+another writer) fails with 409 instead of landing (docs/operations.md, "Errors and retries").
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from taskfsm.kube.errors import Conflict, NotFound
+from taskfsm.kube.rest import Resource, Rest
+
+
+def patch_status(
+    rest: Rest,
+    res: Resource,
+    meta: dict[str, Any],
+    status: dict[str, Any],
+    remember: Callable[[dict[str, Any]], None],
+) -> dict[str, Any] | None:
+    """Patch ``status`` into the object ``meta`` names, at ``meta``'s resourceVersion.
+
+    Returns the updated object (also handed to ``remember``), or None when the object is gone.
+    On a 409 the current version goes to ``remember`` (the retry starts from it, not from a
+    cache that may lag) and the ``Conflict`` is raised.
+    """
+    body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
+    try:
+        updated = rest.patch(res, meta["namespace"], meta["name"], body, subresource="status")
+    except NotFound:
+        return None
+    except Conflict:
+        with contextlib.suppress(NotFound):
+            remember(rest.get(res, meta["namespace"], meta["name"]))
+        raise
+    remember(updated)
+    return updated

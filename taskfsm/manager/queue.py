@@ -1,0 +1,210 @@
+"""The work queue between the watch loop and the reconcile workers.
+
+Semantics follow client-go's rate-limited delaying queue, which every Go controller relies on:
+
+* a key (``namespace/name``) is queued at most once however many events name it (de-duplication);
+* a key being reconciled is never handed to a second worker; if it is added meanwhile it is queued
+  again when the first worker calls :meth:`WorkQueue.done` (one reconcile per Task at a time);
+* :meth:`WorkQueue.add_rate_limited` re-adds a failed key after a per-key exponential backoff with
+  jitter (``base_delay`` · 2^failures, capped at ``max_delay``); :meth:`WorkQueue.forget` resets it;
+* :meth:`WorkQueue.add_after` re-adds a key after a delay (a guard waiting on time).
+
+Time is injected (``clock``) so tests move it by hand instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class ShutDown(Exception):
+    """Raised by :meth:`WorkQueue.get` once the queue is shut down and drained."""
+
+
+@dataclass
+class QueueMetrics:
+    """Hooks called by the queue; the runtime binds them to Prometheus (no-ops by default)."""
+
+    on_add: Callable[[], None] = lambda: None
+    on_retry: Callable[[], None] = lambda: None
+    on_depth: Callable[[int], None] = lambda depth: None
+
+
+@dataclass
+class WorkQueue:
+    """A de-duplicating, rate-limited, delaying queue of string keys.
+
+    Args:
+        base_delay: first retry delay in seconds (default 5 ms, like controller-runtime).
+        max_delay: cap on the retry delay in seconds (default 1000 s ≈ 16.7 min).
+        jitter: the retry delay is multiplied by a random factor in ``[1, 1 + jitter)``.
+        clock: monotonic seconds; injected by tests.
+    """
+
+    base_delay: float = 0.005
+    max_delay: float = 1000.0
+    jitter: float = 0.1
+    clock: Callable[[], float] = time.monotonic
+    metrics: QueueMetrics = field(default_factory=QueueMetrics)
+    _queue: deque[str] = field(default_factory=deque, init=False)
+    _dirty: set[str] = field(default_factory=set, init=False)
+    _processing: set[str] = field(default_factory=set, init=False)
+    _failures: dict[str, int] = field(default_factory=dict, init=False)
+    _waiting: list[tuple[float, int, str]] = field(default_factory=list, init=False)
+    _due: dict[str, float] = field(default_factory=dict, init=False)
+    """The earliest time each waiting key is due (an add_after that is not earlier adds nothing)."""
+    _seq: itertools.count[int] = field(default_factory=itertools.count, init=False)
+    _cv: threading.Condition = field(default_factory=threading.Condition, init=False)
+    _shutting_down: bool = field(default=False, init=False)
+
+    # -- producers -------------------------------------------------------------------------------
+
+    def add(self, key: str) -> None:
+        """Queue ``key`` now unless it is already queued (a running key is re-queued on done)."""
+        with self._cv:
+            self._add_locked(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        """Queue ``key`` after ``delay`` seconds (immediately when ``delay <= 0``)."""
+        with self._cv:
+            if self._shutting_down:
+                return
+            if delay <= 0:
+                self._add_locked(key)
+                return
+            due = self.clock() + delay
+            if self._due.get(key, float("inf")) <= due:
+                return  # already coming back as soon: many delayed adds coalesce into one
+            self._due[key] = due
+            heapq.heappush(self._waiting, (due, next(self._seq), key))
+            self._cv.notify_all()
+
+    def add_rate_limited(
+        self, key: str, max_delay: float | None = None, min_delay: float | None = None
+    ) -> float:
+        """Queue ``key`` after its backoff; each call doubles the next delay. Returns the delay.
+
+        ``max_delay`` caps this retry lower than the queue's cap (failures of the API rather
+        than of the object are retried within seconds once the API is back); ``min_delay`` is
+        a floor, e.g. the API server's ``Retry-After`` (never retried sooner than it asks)."""
+        with self._cv:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+        cap = self.max_delay if max_delay is None else min(max_delay, self.max_delay)
+        delay = min(self.base_delay * (2.0 ** min(failures, 64)), cap)
+        delay *= 1 + random.random() * self.jitter
+        if min_delay is not None:
+            delay = max(delay, min_delay)
+        self.metrics.on_retry()
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: str) -> None:
+        """Reset ``key``'s backoff (call after a successful reconcile)."""
+        with self._cv:
+            self._failures.pop(key, None)
+
+    def retry_failed_now(self) -> int:
+        """Queue at once every key waiting out a backoff (its failure count is kept): the cause
+        may have been an outage that just ended. Returns how many keys were moved."""
+        with self._cv:
+            due: list[tuple[float, int, str]] = []
+            kept: list[tuple[float, int, str]] = []
+            for entry in self._waiting:
+                (due if entry[2] in self._failures else kept).append(entry)
+            if not due:
+                return 0
+            self._waiting = kept
+            heapq.heapify(self._waiting)
+            for _, _, key in due:
+                self._due.pop(key, None)
+            keys = {key for _, _, key in due}
+            for key in sorted(keys):
+                self._add_locked(key)
+            return len(keys)
+
+    def failures(self, key: str) -> int:
+        """How many times in a row ``key`` was re-added through :meth:`add_rate_limited`."""
+        with self._cv:
+            return self._failures.get(key, 0)
+
+    # -- consumers -------------------------------------------------------------------------------
+
+    def get(self, timeout: float | None = None) -> str | None:
+        """Take the next key, blocking until one is ready; ``None`` after ``timeout`` seconds.
+
+        The caller must call :meth:`done` with the key when it has finished with it.
+
+        Raises:
+            ShutDown: the queue was shut down and nothing is left to hand out.
+        """
+        deadline = None if timeout is None else self.clock() + timeout
+        with self._cv:
+            while True:
+                self._promote_due_locked()
+                if self._queue:
+                    key = self._queue.popleft()
+                    self._processing.add(key)
+                    self._dirty.discard(key)
+                    self.metrics.on_depth(len(self._queue))
+                    return key
+                if self._shutting_down:
+                    raise ShutDown
+                wait = None if deadline is None else deadline - self.clock()
+                if self._waiting:
+                    due = self._waiting[0][0] - self.clock()
+                    wait = due if wait is None else min(wait, due)
+                if wait is not None and wait <= 0:
+                    if deadline is not None and self.clock() >= deadline:
+                        return None
+                    continue
+                self._cv.wait(wait)
+
+    def done(self, key: str) -> None:
+        """Mark ``key`` finished; if it was added while running, queue it again."""
+        with self._cv:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._queue.append(key)
+                self.metrics.on_depth(len(self._queue))
+                self._cv.notify()
+
+    def shutdown(self) -> None:
+        """Stop handing out keys once the queue is empty; delayed keys are dropped."""
+        with self._cv:
+            self._shutting_down = True
+            self._waiting.clear()
+            self._due.clear()
+            self._cv.notify_all()
+
+    def __len__(self) -> int:
+        with self._cv:
+            return len(self._queue)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _add_locked(self, key: str) -> None:
+        if self._shutting_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        self.metrics.on_add()
+        if key in self._processing:
+            return  # done() re-queues it, so one key never runs on two workers
+        self._queue.append(key)
+        self.metrics.on_depth(len(self._queue))
+        self._cv.notify()
+
+    def _promote_due_locked(self) -> None:
+        now = self.clock()
+        while self._waiting and self._waiting[0][0] <= now:
+            when, _, key = heapq.heappop(self._waiting)
+            if self._due.get(key) == when:
+                del self._due[key]
+            self._add_locked(key)

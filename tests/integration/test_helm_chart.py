@@ -1,0 +1,254 @@
+"""deploy/chart: helm lint, helm template, the rendered objects on a real API server, and the chart
+with its defaults rendering what the plain manifests in deploy/ hold."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from taskfsm.tools import deploygen
+from tests.support import kubetools
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = "deploy/chart"
+HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version")
+
+
+def helm(*args: str) -> str:
+    """Run the project's helm (no cluster needed) and return its stdout."""
+    return kubetools.run(kubetools.quote("helm", *args), "/dev/null").stdout
+
+
+def render(*args: str, release: str = "taskfsm", namespace: str = "taskfsm-system") -> list[dict]:
+    return kubetools.documents(helm("template", release, CHART, "-n", namespace, *args))
+
+
+def by_kind(docs: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+
+def plain_manifests() -> list[dict]:
+    docs = []
+    for name in ("crds.yaml", "manager.yaml", "rbac.yaml"):
+        docs += kubetools.documents((REPO / "deploy" / name).read_text())
+    return docs
+
+
+def comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` without what only Helm adds (its labels, the instance label and the config
+    checksum) and with the configuration parsed, so equal objects compare equal."""
+    doc = copy.deepcopy(doc)
+    meta = doc["metadata"]
+    for key in (*HELM_ONLY_LABELS, "app.kubernetes.io/instance"):
+        (meta.get("labels") or {}).pop(key, None)
+    spec = doc.get("spec") or {}
+    for labels in (
+        (spec.get("selector") or {}).get("matchLabels"),
+        spec.get("selector") if doc["kind"] == "Service" else None,
+        ((spec.get("template") or {}).get("metadata") or {}).get("labels"),
+    ):
+        if labels:
+            labels.pop("app.kubernetes.io/instance", None)
+    template_meta = (spec.get("template") or {}).get("metadata") or {}
+    template_meta.pop("annotations", None)
+    if doc["kind"] == "ConfigMap":
+        doc["data"] = {k: yaml.safe_load(v) for k, v in doc["data"].items()}
+    return doc
+
+
+def test_chart_passes_helm_lint_with_defaults_and_every_option():
+    """`helm lint --strict` finds nothing to complain about, with the default values and with
+    every optional object switched on."""
+    helm("lint", "--strict", CHART)
+    helm(
+        "lint",
+        "--strict",
+        CHART,
+        "--set",
+        "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true",
+        "--set",
+        "podDisruptionBudget.enabled=true,watchNamespace=media,leaderElection.enabled=false",
+    )
+
+
+def test_defaults_render_the_plain_manifests():
+    """Release `taskfsm` in `taskfsm-system` with the default values renders exactly the objects
+    of deploy/crds.yaml, manager.yaml and rbac.yaml (but the Namespace, which `helm install
+    --create-namespace` makes), apart from Helm's own labels."""
+    plain = by_kind(plain_manifests())
+    namespace = plain.pop(("Namespace", "taskfsm-system"))
+    assert namespace
+    chart = by_kind(render("--include-crds"))
+    assert sorted(chart) == sorted(plain)
+    for key, doc in plain.items():
+        assert comparable(chart[key]) == comparable(doc), key
+
+
+def test_chart_versions_come_from_the_one_version_source():
+    """Chart version and appVersion are taskfsm's version; the default image is
+    ghcr.io/nagare-media/taskfsm tagged with it."""
+    chart = yaml.safe_load((REPO / CHART / "Chart.yaml").read_text())
+    version = deploygen.project_version()
+    assert chart["version"] == chart["appVersion"] == version
+    deployment = by_kind(render())[("Deployment", "taskfsm-controller")]
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == f"ghcr.io/nagare-media/taskfsm:{version}" == deploygen.image()
+
+
+def test_values_change_what_they_say():
+    """Image, replicas, workers, namespace, leader election, log format, metrics, probes,
+    resources, ServiceMonitor, PodDisruptionBudget, ServiceAccount and RBAC values show up in the
+    rendered objects as values.yaml describes."""
+    docs = by_kind(
+        render(
+            "--set",
+            "image.repository=registry.example.com/taskfsm,image.tag=1.2.3,replicaCount=3",
+            "--set",
+            "workers=8,watchNamespace=media,leaderElection.enabled=false,logging.format=text",
+            "--set",
+            "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=prom",
+            "--set",
+            "podDisruptionBudget.enabled=true,resources.limits.memory=1Gi",
+            "--set",
+            "livenessProbe.periodSeconds=7,extraArgs[0]=--job-ttl-seconds=60",
+            "--set",
+            "serviceAccount.create=false,serviceAccount.name=existing",
+            release="edge",
+            namespace="media",
+        )
+    )
+    deployment = docs[("Deployment", "edge-taskfsm-controller")]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert deployment["spec"]["replicas"] == 3
+    assert container["image"] == "registry.example.com/taskfsm:1.2.3"
+    assert container["args"] == [
+        "run",
+        "--config=/etc/taskfsm/config.yaml",
+        "--no-leader-elect",
+        "--workers=8",
+        "--namespace=media",
+        "--log-format=text",
+        "--log-level=INFO",
+        "--metrics-bind-address=:8080",
+        "--health-probe-bind-address=:8081",
+        "--job-ttl-seconds=60",
+    ]
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    assert container["livenessProbe"]["periodSeconds"] == 7
+    assert pod["serviceAccountName"] == "existing"
+    assert ("ServiceAccount", "existing") not in docs
+    assert ("ClusterRoleBinding", "edge-taskfsm-controller") in docs
+    monitor = docs[("ServiceMonitor", "edge-taskfsm-controller")]
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["media"]}
+    service = docs[("Service", "edge-taskfsm-controller-metrics")]
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    assert docs[("PodDisruptionBudget", "edge-taskfsm-controller")]["spec"]["minAvailable"] == 1
+
+    bare = by_kind(render("--set", "metrics.enabled=false,rbac.create=false"))
+    kinds = {kind for kind, _ in bare}
+    assert kinds == {"ServiceAccount", "ConfigMap", "Deployment"}
+    container = bare[("Deployment", "taskfsm-controller")]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert "--metrics-bind-address=" in container["args"]
+    assert [p["name"] for p in container["ports"]] == ["health"]
+
+
+def _args(docs: dict, name: str = "taskfsm-controller") -> list[str]:
+    return docs[("Deployment", name)]["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_buckets_and_controllers_values_become_flags():
+    """`buckets` and `controllers` become `--buckets` and `--controllers` when they differ from
+    the flags' defaults (1; task,workflow,mpe), and are left out otherwise; buckets above 1
+    without leader election is a render error."""
+    defaults = _args(by_kind(render()))
+    assert not [a for a in defaults if a.startswith(("--buckets", "--controllers"))]
+    explicit = _args(by_kind(render("--set", "buckets=1,controllers=task\\,workflow\\,mpe")))
+    assert explicit == defaults
+    args = _args(by_kind(render("--set", "buckets=3,controllers=task\\,mpe")))
+    assert "--buckets=3" in args
+    assert "--controllers=task,mpe" in args
+    assert args.index("--leader-elect") < args.index("--buckets=3")
+    proc = kubetools.run(
+        kubetools.quote(
+            "helm", "template", "t", CHART, "--set", "buckets=2,leaderElection.enabled=false"
+        ),
+        "/dev/null",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "buckets above 1 needs leaderElection.enabled" in proc.stderr
+
+
+def test_prometheus_rule_selects_the_release_scrape_job():
+    """With metrics.prometheusRule.enabled every alert selects the job a ServiceMonitor gives
+    this release's metrics Service (`<prefix>-controller-metrics`), or jobSelector when set."""
+
+    def expressions(*args: str, release: str) -> list[str]:
+        docs = by_kind(
+            render("--set", "metrics.prometheusRule.enabled=true", *args, release=release)
+        )
+        prefix = "taskfsm" if release == "taskfsm" else f"{release}-taskfsm"
+        rule = docs[("PrometheusRule", f"{prefix}-alerts")]
+        return [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+
+    default = expressions(release="taskfsm")
+    assert default
+    assert all('job="taskfsm-controller-metrics"' in e for e in default)
+    edge = expressions(release="edge")
+    assert all('job="edge-taskfsm-controller-metrics"' in e for e in edge)
+    assert not any('job="taskfsm-controller-metrics"' in e for e in edge)
+    chosen = expressions(
+        "--set-string", 'metrics.prometheusRule.jobSelector=job="scraped"', release="edge"
+    )
+    assert all('job="scraped"' in e and "controller-metrics" not in e for e in chosen)
+
+
+def test_service_account_name_is_required_without_creating_one():
+    """serviceAccount.create=false without a name is a render error naming the value."""
+    proc = kubetools.run(
+        kubetools.quote("helm", "template", "t", CHART, "--set", "serviceAccount.create=false"),
+        "/dev/null",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "serviceAccount.name is required" in proc.stderr
+
+
+def test_crds_come_only_from_the_crds_directory():
+    """The CRDs are the chart's crds/ files (deploy/crds.yaml), which Helm installs but never
+    templates: `helm template` shows them only with --include-crds."""
+    assert (REPO / CHART / "crds" / "crds.yaml").read_text() == (
+        REPO / "deploy" / "crds.yaml"
+    ).read_text()
+    assert {d["kind"] for d in render()} >= {"Deployment"}
+    assert "CustomResourceDefinition" not in {d["kind"] for d in render()}
+    crds = [d for d in render("--include-crds") if d["kind"] == "CustomResourceDefinition"]
+    assert len(crds) == 10
+
+
+@pytest.mark.parametrize("options", ["", "podDisruptionBudget.enabled=true,workers=2"])
+def test_rendered_chart_passes_server_side_dry_run(control_plane, crds, namespace, options):
+    """Every object the chart renders (CRDs included) is accepted by kube-apiserver (server-side
+    dry-run of `kubectl apply`). The ServiceMonitor needs the Prometheus Operator's CRDs, which
+    this API server does not have; its fields are checked in test_values_change_what_they_say."""
+    set_args = f"--set {options}" if options else ""
+    proc = kubetools.run(
+        f"helm template taskfsm {CHART} -n {namespace} --include-crds {set_args}"
+        " | kubectl apply --dry-run=server -f -",
+        control_plane.kubeconfig,
+    )
+    lines = proc.stdout.splitlines()
+    assert all(line.endswith("(server dry run)") for line in lines), proc.stdout
+    assert any(line.startswith("deployment.apps/taskfsm-controller") for line in lines)
+    assert len([line for line in lines if "customresourcedefinition" in line]) == 10

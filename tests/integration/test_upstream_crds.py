@@ -1,0 +1,119 @@
+"""Issue 12 item 14: taskfsm on the CRDs of a cluster that ran nagare's Go controller.
+
+Those CRDs have no ``status.observedGeneration`` on Tasks, so the API server prunes it from
+every status write; a controller comparing its wanted status with the stored one would then
+write again on every reconcile. Each case runs on a control plane of its own (CRDs are
+cluster-wide): taskfsm's own CRDs with that one field removed, and, opt-in, the upstream CRDs
+from ``../shared/reference/crds`` (skipped when that folder is absent).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from taskfsm.api import constants as c
+from taskfsm.api.crdgen import crd_documents
+from taskfsm.kube.resources import BY_KIND, TASKS
+from taskfsm.kube.rest import Rest
+from taskfsm.manager.controller import Controller, Settings
+from taskfsm.testing import objects
+from taskfsm.testing.controlplane import ControlPlane
+from taskfsm.testing.crds import install_crds
+from taskfsm.testing.waiting import wait_for
+from tests.support import builders as b
+from tests.support.faults import Faults, FaultyRest, ReconcileTap, RequestLog
+
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+
+
+def without_observed_generation(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for doc in docs:
+        if doc["spec"]["names"]["kind"] == c.KIND_TASK:
+            for version in doc["spec"]["versions"]:
+                status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+                status["properties"].pop("observedGeneration")
+    return docs
+
+
+def reference_crds() -> list[dict[str, Any]]:
+    return [yaml.safe_load(p.read_text()) for p in sorted((REFERENCE / "crds").glob("*.yaml"))]
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("own-without-observedGeneration"),
+        pytest.param(
+            "reference",
+            marks=[
+                pytest.mark.reference,
+                pytest.mark.skipif(
+                    not REFERENCE.is_dir(), reason=f"reference inputs not present at {REFERENCE}"
+                ),
+            ],
+        ),
+    ],
+)
+def upstream_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    with ControlPlane(name="taskfsm-upstream-crds") as cp:
+        with cp.api_client() as api:
+            docs = (
+                without_observed_generation(crd_documents())
+                if request.param != "reference"
+                else reference_crds()
+            )
+            install_crds(api, docs)
+        yield cp
+
+
+@pytest.fixture
+def upstream(upstream_plane: ControlPlane) -> Iterator[tuple[client.ApiClient, str]]:
+    with upstream_plane.api_client() as api:
+        namespace = f"upstream-{uuid.uuid4().hex[:8]}"
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        yield api, namespace
+
+
+def test_no_status_write_when_nothing_changed_on_crds_without_observed_generation(upstream):
+    """A Running Task on CRDs without ``status.observedGeneration``: further reconciles make no
+    status write (before: one per reconcile, as the pruned field always looked changed)."""
+    api, namespace = upstream
+    rest = Rest(api)
+    for obj in (
+        objects.workflow("wf"),
+        b.never_starting(objects.function("f")),
+        objects.local_mpe("m"),
+        objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"),
+    ):
+        rest.create(BY_KIND[obj["kind"]], namespace, obj)
+    log = RequestLog()
+    settings = Settings(
+        namespace=namespace, metrics_address=None, health_address=None, shutdown_timeout=5
+    )
+    ctl = Controller(api, settings, rest_factory=lambda a: FaultyRest(a, log=log, faults=Faults()))
+    tap = ReconcileTap(ctl)
+    ctl.start()
+    try:
+        wait_for(
+            lambda: (rest.get(TASKS, namespace, "t").get("status") or {}).get("phase") == "Running",
+            timeout=60,
+            what="Task Running",
+        )
+        stored = rest.get(TASKS, namespace, "t")["status"]
+        assert "observedGeneration" not in stored  # the CRD really prunes it
+        key = f"{namespace}/t"
+        tap.settle(key)
+        log.clear()
+        for _ in range(3):
+            tap.settle(key)
+        assert log.select(verb="PATCH", resource="tasks/status") == []
+        assert rest.get(TASKS, namespace, "t")["status"]["phase"] == "Running"
+    finally:
+        ctl.stop()

@@ -1,0 +1,47 @@
+"""EventRecorder: identical Events within the window are written once, and only a write that
+landed counts (a refused one is tried again with the next occurrence)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskfsm.kube.errors import Unavailable
+from taskfsm.kube.events import WARNING, EventRecorder
+
+TASK = {
+    "apiVersion": "engine.nagare.media/v1alpha1",
+    "kind": "Task",
+    "metadata": {"name": "t", "namespace": "ns", "uid": "u1"},
+}
+
+
+class FakeRest:
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.fail = False
+
+    def create(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.fail:
+            raise Unavailable("API server unreachable")
+        self.created.append(body)
+        return body
+
+
+def test_repeats_within_the_window_are_written_once() -> None:
+    rest = FakeRest()
+    events = EventRecorder(rest, clock=lambda: 0.0)  # type: ignore[arg-type]
+    for _ in range(3):
+        events.record(TASK, WARNING, "ReconcileError", "boom")
+    assert len(rest.created) == 1
+
+
+def test_a_refused_event_is_tried_again() -> None:
+    """Before: a failed POST was remembered as sent and the Event suppressed for the window."""
+    rest = FakeRest()
+    events = EventRecorder(rest, clock=lambda: 0.0)  # type: ignore[arg-type]
+    rest.fail = True
+    events.record(TASK, WARNING, "ReconcileError", "boom")
+    rest.fail = False
+    events.record(TASK, WARNING, "ReconcileError", "boom")
+    assert [e["note"] for e in rest.created] == ["boom"]
+    assert events.recorded == 1

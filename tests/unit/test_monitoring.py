@@ -1,0 +1,188 @@
+"""The generated alerts and dashboard (``taskfsm.tools.monitoring``): fresh, built only from series
+the controller exports, accepted by ``promtool check rules``, and each alert behaving as its
+``promtool test rules`` unit tests in ``tests/monitoring/alerts.test.yaml`` say.
+
+promtool is built from the Go module proxy by ``tools/promtool/build.sh`` (cached; ``make setup``
+builds it); a failed build fails these tests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from taskfsm.tools import monitoring
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "tools" / "promtool" / "build.sh"
+RULES = ROOT / "deploy" / "monitoring" / "prometheus-rules.yaml"
+ALERT_TESTS = ROOT / "tests" / "monitoring" / "alerts.test.yaml"
+CHART_TEMPLATE = ROOT / "deploy" / "chart" / "templates" / "prometheusrule.yaml"
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Path:
+    """The promtool binary (built on first use, then cached)."""
+    proc = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"tools/promtool/build.sh failed:\n{proc.stderr}"
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def run(promtool: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(promtool), *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+
+
+def alert_names() -> list[str]:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return [rule["alert"] for group in groups for rule in group["rules"]]
+
+
+def test_generated_files_are_fresh() -> None:
+    """The committed rules, PrometheusRule, dashboard and chart file equal what the generator
+    writes from the current metric definitions (`python -m taskfsm.tools.monitoring`)."""
+    assert monitoring.stale_files() == []
+    assert monitoring.main(["--check"]) == 0
+
+
+def test_stale_files_are_reported(tmp_path: Path) -> None:
+    """`--check` on a tree without the files names every one of them and exits 1."""
+    assert monitoring.main(["--check", "--root", str(tmp_path)]) == 1
+    assert monitoring.stale_files(tmp_path) == sorted(monitoring.expected_files())
+
+
+def test_series_outside_the_metric_definitions_are_refused() -> None:
+    """Alerts and panels can only name series and labels `taskfsm.manager.metrics` defines."""
+    series = monitoring.Series(monitoring.metric_definitions())
+    assert series("workqueue_depth", 'name="task"') == (
+        'workqueue_depth{job="taskfsm-controller-metrics",name="task"}'
+    )
+    assert series("taskfsm_task_job_creation_seconds_bucket").startswith(
+        "taskfsm_task_job_creation_seconds_bucket{"
+    )
+    with pytest.raises(KeyError, match="no series"):
+        series("workqueue_longest_running_processor_seconds")
+    with pytest.raises(KeyError, match="no series"):
+        series("workqueue_depth_bucket")  # a gauge has no buckets
+    with pytest.raises(KeyError, match="no label"):
+        series("workqueue_depth", 'queue="task"')
+    with pytest.raises(KeyError, match="no label"):
+        series.by("taskfsm_tasks", "resource")
+
+
+def test_metric_definitions_are_the_controllers() -> None:
+    """Every family of a controller's registry, with its type and labels."""
+    definitions = {d.series: (d.type, d.labels) for d in monitoring.metric_definitions()}
+    assert definitions == {
+        "controller_runtime_reconcile_total": ("counter", ("controller", "result")),
+        "controller_runtime_reconcile_errors_total": ("counter", ("controller",)),
+        "controller_runtime_reconcile_time_seconds": ("histogram", ("controller",)),
+        "controller_runtime_active_workers": ("gauge", ("controller",)),
+        "workqueue_depth": ("gauge", ("name",)),
+        "workqueue_adds_total": ("counter", ("name",)),
+        "workqueue_retries_total": ("counter", ("name",)),
+        "rest_client_requests_total": ("counter", ("code", "method", "host")),
+        "leader_election_master_status": ("gauge", ("name",)),
+        "taskfsm_buckets_held": ("gauge", ()),
+        "taskfsm_bucket_handovers_total": ("counter", ("event",)),
+        "taskfsm_task_job_creation_seconds": ("histogram", ()),
+        "taskfsm_tasks": ("gauge", ("phase",)),
+        "taskfsm_watch_healthy": ("gauge", ("resource",)),
+    }
+
+
+def test_promtool_accepts_the_rules(promtool: Path, tmp_path: Path) -> None:
+    """`promtool check rules` accepts the rule file, and the groups of the PrometheusRule."""
+    proc = run(promtool, "check", "rules", str(RULES))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"SUCCESS: {len(alert_names())} rules found" in proc.stdout
+    operator = yaml.safe_load((ROOT / "deploy" / "monitoring" / "prometheusrule.yaml").read_text())
+    assert operator["kind"] == "PrometheusRule"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(operator["spec"]))
+    proc = run(promtool, "check", "rules", str(spec))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_promtool_unit_tests_of_the_alerts_pass(promtool: Path) -> None:
+    """`promtool test rules`: every alert fires on its series (labels, annotations) and stays
+    silent on the look-alikes."""
+    proc = run(promtool, "test", "rules", ALERT_TESTS.name, cwd=ALERT_TESTS.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout + proc.stderr
+
+
+def test_promtool_unit_tests_catch_a_broken_alert(promtool: Path, tmp_path: Path) -> None:
+    """The unit tests are not vacuous: with one alert's threshold changed they fail."""
+    broken = RULES.read_text().replace("> 0.1", "> 0.5")
+    assert broken != RULES.read_text()
+    (tmp_path / "deploy" / "monitoring").mkdir(parents=True)
+    (tmp_path / "deploy" / "monitoring" / RULES.name).write_text(broken)
+    (tmp_path / "tests" / "monitoring").mkdir(parents=True)
+    (tmp_path / "tests" / "monitoring" / ALERT_TESTS.name).write_text(ALERT_TESTS.read_text())
+    proc = run(promtool, "test", "rules", ALERT_TESTS.name, cwd=tmp_path / "tests" / "monitoring")
+    assert proc.returncode == 1
+    assert "TaskfsmReconcileErrors" in proc.stdout + proc.stderr
+
+
+def test_every_alert_has_a_firing_and_a_silent_unit_test() -> None:
+    """Each alert is tested both ways: some evaluation expects it, and some expects nothing."""
+    cases = [
+        case for test in yaml.safe_load(ALERT_TESTS.read_text())["tests"]
+        for case in test["alert_rule_test"]
+    ]  # fmt: skip
+    for name in alert_names():
+        expectations = [case["exp_alerts"] for case in cases if case["alertname"] == name]
+        assert any(expectations), f"{name}: no test where it fires"
+        assert [] in expectations, f"{name}: no test where it stays silent"
+
+
+def test_dashboard_has_a_panel_per_metric_family_and_valid_queries(
+    promtool: Path, tmp_path: Path
+) -> None:
+    """One panel per exported family (titled with its series); every query parses as PromQL
+    (checked by promtool as recording rules, Grafana's variables filled in)."""
+    board = json.loads((ROOT / "deploy" / "monitoring" / "grafana-dashboard.json").read_text())
+    titles = [panel["title"] for panel in board["panels"] if panel["type"] == "timeseries"]
+    assert titles == [d.series for d in monitoring.metric_definitions()]
+    ids = [panel["id"] for panel in board["panels"]]
+    assert len(ids) == len(set(ids))
+    queries = monitoring.dashboard_queries(board)
+    filled = [
+        re.sub(r"\$__rate_interval", "5m", query).replace('"$job"', '".+"') for query in queries
+    ]
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard",
+                "rules": [
+                    {"record": f"taskfsm:panel_{n}", "expr": q} for n, q in enumerate(filled)
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "dashboard-queries.yaml"
+    path.write_text(yaml.safe_dump(rules))
+    proc = run(promtool, "check", "rules", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"SUCCESS: {len(queries)} rules found" in proc.stdout
+
+
+def test_chart_template_wraps_the_generated_rule_file() -> None:
+    """The chart's PrometheusRule template renders the generated rule file (the same text as
+    deploy/monitoring's) only when metrics.prometheusRule.enabled."""
+    template = CHART_TEMPLATE.read_text()
+    assert '.Files.Get "files/prometheus-rules.yaml"' in template
+    assert "{{- $rule := .Values.metrics.prometheusRule }}" in template
+    assert "{{- if $rule.enabled }}" in template
+    assert template.rstrip().endswith("{{- end }}")
+    chart_rules = ROOT / "deploy" / "chart" / "files" / "prometheus-rules.yaml"
+    assert chart_rules.read_text() == RULES.read_text()
+    # metrics.prometheusRule.jobSelector replaces the generator's selector, named in the template.
+    assert monitoring.SELECTOR.replace('"', '\\"') in template

@@ -1,0 +1,323 @@
+"""Request timeouts, retries and the write guard of :class:`taskfsm.kube.rest.Rest`, against a
+scripted local HTTP server through the real client stack (``configured()`` ApiClient, urllib3)
+(issue 12, items 6, 7 and 12)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from taskfsm.kube.client import KEEPALIVE_IDLE, configured
+from taskfsm.kube.errors import ConnectionDropped, NotLeader, Unavailable
+from taskfsm.kube.rest import LEASES, Rest
+
+Step = Callable[[BaseHTTPRequestHandler], None]
+
+
+def answer(status: int, headers: dict[str, str] | None = None, body: bytes = b"{}") -> Step:
+    def step(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(status)
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return step
+
+
+def busy(retry_after: str, status: int = 429) -> Step:
+    return answer(status, {"Retry-After": retry_after}, b'{"kind":"Status","message":"busy"}')
+
+
+def drop(handler: BaseHTTPRequestHandler) -> None:
+    """Close the connection without an answer (a keep-alive connection the server closed)."""
+    handler.close_connection = True
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def hang(seconds: float) -> Step:
+    def step(handler: BaseHTTPRequestHandler) -> None:
+        time.sleep(seconds)
+        drop(handler)
+
+    return step
+
+
+OK = answer(200, body=b'{"kind":"Lease","metadata":{"name":"l"}}')
+
+
+class Server:
+    """Answers requests with the scripted steps in order (then 200), counting connections."""
+
+    def __init__(self) -> None:
+        self.script: list[Step] = []
+        self.requests: list[tuple[float, str]] = []
+        self.connections = 0
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with outer._lock:
+                    outer.connections += 1
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                with outer._lock:
+                    outer.requests.append((time.monotonic(), self.command))
+                    step = outer.script.pop(0) if outer.script else OK
+                step(self)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    srv = Server()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def api(server: Server) -> Iterator[client.ApiClient]:
+    with configured(client.Configuration(host=server.url)) as api_client:
+        yield api_client
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+        self.observed: list[tuple[str, str, int]] = []
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+def make_rest(api: client.ApiClient, rec: Recorder, **kwargs: Any) -> Rest:
+    return Rest(
+        api,
+        observer=lambda *row: rec.observed.append(row),
+        sleep=rec.sleeps.append,
+        **kwargs,
+    )
+
+
+def test_retry_after_is_waited_for_then_retried(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 6: 429 and 503 answers with Retry-After are retried after exactly the time the
+    server asked for (never sooner), each attempt counted."""
+    server.script = [busy("2"), busy("1", status=503)]
+    assert make_rest(api, rec).get(LEASES, "ns", "l")["kind"] == "Lease"
+    assert rec.sleeps == [2.0, 1.0]
+    assert len(server.requests) == 3
+    assert [code for _, _, code in rec.observed] == [429, 503, 200]
+
+
+def test_a_retry_after_beyond_the_budget_is_left_to_the_caller(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 6: a Retry-After longer than the request's budget is not waited for: the error says
+    how long the caller must wait."""
+    server.script = [busy("30")]
+    with pytest.raises(Unavailable) as info:
+        make_rest(api, rec).get(LEASES, "ns", "l")
+    assert (info.value.status, info.value.retry_after) == (429, 30.0)
+    assert rec.sleeps == []
+    assert len(server.requests) == 1
+
+
+def test_errors_without_retry_after_are_not_retried(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """A 503 without Retry-After (and a Retry-After that is no integer) goes to the caller's
+    backoff at once: one request each."""
+    server.script = [answer(503), busy("Wed, 21 Oct 2026 07:28:00 GMT")]
+    rest = make_rest(api, rec)
+    for _ in range(2):
+        with pytest.raises(Unavailable) as info:
+            rest.get(LEASES, "ns", "l")
+        assert info.value.retry_after is None
+    assert len(server.requests) == 2
+
+
+def test_a_deadline_bounds_retry_after_waits(server: Server, api: client.ApiClient, rec: Recorder):
+    """Item 6: with a deadline (the Lease elector's), a Retry-After that would end past it is not
+    waited for."""
+    server.script = [busy("1")]
+    rest = make_rest(api, rec)
+    with pytest.raises(Unavailable) as info:
+        rest.request("GET", LEASES, LEASES.path("ns", "l"), deadline=time.monotonic() + 0.5)
+    assert info.value.retry_after == 1.0
+    assert rec.sleeps == []
+
+
+def test_writes_retried_after_retry_after_pass_the_guard_each_time(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 7: a POST answered 429 with Retry-After is retried (the server did not process it),
+    and the write guard is asked again before the retry is sent."""
+    asked: list[str] = []
+
+    def guard(method: str, resource: str) -> float:
+        asked.append(f"{method} {resource}")
+        return 5.0
+
+    server.script = [busy("1")]
+    make_rest(api, rec, write_guard=guard).create(LEASES, "ns", {"metadata": {"name": "l"}})
+    assert asked == ["POST leases", "POST leases"]
+    assert len(server.requests) == 2
+
+
+def test_a_refusing_write_guard_sends_nothing(server: Server, api: client.ApiClient, rec: Recorder):
+    """Item 7: every write verb is refused unsent when the guard says this replica is not the
+    leader; reads are not guarded."""
+
+    def guard(method: str, resource: str) -> float:
+        raise NotLeader(f"not sending {method} {resource}")
+
+    rest = make_rest(api, rec, write_guard=guard)
+    calls: list[Callable[[], Any]] = [
+        lambda: rest.create(LEASES, "ns", {"metadata": {"name": "l"}}),
+        lambda: rest.replace(LEASES, "ns", "l", {"metadata": {"name": "l"}}),
+        lambda: rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}}),
+        lambda: rest.delete(LEASES, "ns", "l"),
+    ]
+    for call in calls:
+        with pytest.raises(NotLeader):
+            call()
+    assert server.requests == []
+    assert rec.observed == []
+    rest.get(LEASES, "ns", "l")
+    assert [method for _, method in server.requests] == ["GET"]
+
+
+def test_connecting_for_a_write_may_not_outlast_the_guard(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 7: the connect (and TLS) timeout of a write is capped to the time the guard still
+    allows, so a slow connection set-up cannot carry the write past it."""
+    seen: list[Any] = []
+    rest = make_rest(api, rec, write_guard=lambda _m, _r: 0.25)
+    original = rest._send
+
+    def spy(*args: Any) -> Any:
+        seen.append(args[7])
+        return original(*args)
+
+    rest._send = spy  # type: ignore[method-assign]
+    rest.create(LEASES, "ns", {"metadata": {"name": "l"}})
+    rest.get(LEASES, "ns", "l")
+    assert seen == [(0.25, rest.timeout[1]), rest.timeout]
+
+
+def test_a_dropped_connection_is_retried_once_for_idempotent_verbs(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 12: a connection closed before the answer is retried once for GET (on a new
+    connection), never for PATCH (it may have been applied) and never twice."""
+    rest = make_rest(api, rec)
+    server.script = [drop]
+    rest.get(LEASES, "ns", "l")
+    assert len(server.requests) == 2
+    server.script = [drop]
+    with pytest.raises(ConnectionDropped):
+        rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}})
+    assert len(server.requests) == 3
+    server.script = [drop, drop]
+    with pytest.raises(ConnectionDropped):
+        rest.get(LEASES, "ns", "l")
+    assert len(server.requests) == 5
+
+
+def test_a_read_timeout_is_not_retried_and_drops_idle_connections(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 12: a request whose answer does not come within the read timeout fails after one
+    read timeout (urllib3 retries nothing), and the idle pooled connections (probably on the
+    same dead path) are closed, so the next request connects afresh instead of waiting on one."""
+    rest = make_rest(api, rec, timeout=(2.0, 0.5))
+    # Two requests in flight at once leave two connections idle in the pool.
+    slow = [hang_then_ok(0.3), hang_then_ok(0.3)]
+    server.script = slow
+    threads = [threading.Thread(target=rest.get, args=(LEASES, "ns", "l")) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert server.connections == 2
+    server.script = [hang(1.5)]
+    with pytest.raises(Unavailable, match="Read timed out"):
+        rest.get(LEASES, "ns", "l")
+    assert len(server.requests) == 3  # not retried
+    rest.get(LEASES, "ns", "l")
+    assert server.connections == 3  # the other idle connection was closed: a new one
+    assert rest.drop_idle_connections() == 1
+
+
+def hang_then_ok(seconds: float) -> Step:
+    def step(handler: BaseHTTPRequestHandler) -> None:
+        time.sleep(seconds)
+        OK(handler)
+
+    return step
+
+
+def test_a_deadline_is_one_total_timeout(server: Server, api: client.ApiClient, rec: Recorder):
+    """Item 6: a request with a deadline times out when the deadline passes, however its
+    (connect, read) defaults are set."""
+    server.script = [hang(3.0)]
+    rest = make_rest(api, rec, timeout=(30.0, 30.0))
+    started = time.monotonic()
+    with pytest.raises(Unavailable):
+        rest.request("GET", LEASES, LEASES.path("ns", "l"), deadline=started + 0.5)
+    assert len(server.requests) == 1
+
+
+def test_clients_use_tcp_keepalive_and_no_http_client_retries(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """Item 12: every client's connections have TCP keepalive (idle 15 s) and urllib3 retries
+    nothing itself (Rest decides, passing the write guard each time)."""
+    make_rest(api, rec).get(LEASES, "ns", "l")
+    pool = api.rest_client.pool_manager.connection_from_url(server.url)
+    conn = pool.pool.get(block=False)
+    try:
+        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE
+    finally:
+        pool.pool.put(conn)
+    assert pool.retries.total is False
+    assert api.configuration.client_go_retries is False
