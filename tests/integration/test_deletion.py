@@ -98,6 +98,42 @@ def test_delete_finished_task_removes_kept_job(
     assert_all_gone(probe, "t", name)
 
 
+def test_mpe_deleted_before_its_finished_task_takes_the_kept_job_with_it(
+    engine, controller, kubelet, probe, namespace
+):
+    """A deleting MPE deletes the Job (and Secret) its finished Task still keeps before it
+    goes, since no client reaches them once it is gone; the Task keeps its outcome and, deleted
+    later, leaves nothing behind. Regression: `kubectl delete
+    workflows,tasks,mediaprocessingentities --all` could see the MPE reconciled before its
+    deleting Tasks, which then went without their Jobs (JobAbandoned), leaving them for ever."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.function("f"))
+    engine.create(objects.local_mpe("m"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    name = job_name(probe.wait_phase("t", "Succeeded"))
+    wait_for(
+        lambda: probe.job(name) and not probe.job(name)["metadata"].get("finalizers"), timeout=30
+    )
+    engine.api.delete_namespaced_custom_object(
+        c.GROUP, c.VERSION, namespace, "mediaprocessingentities", "m"
+    )
+
+    def mpe_gone() -> bool:
+        items = engine.api.list_namespaced_custom_object(
+            c.GROUP, c.VERSION, namespace, "mediaprocessingentities"
+        )["items"]
+        return not items
+
+    wait_for(mpe_gone, timeout=60, what="the MPE gone")
+    wait_for(lambda: probe.job(name) is None, timeout=60, what=f"Job {name} gone")
+    wait_for(lambda: probe.secret(name) is None, timeout=60, what=f"Secret {name} gone")
+    assert probe.phase("t") == "Succeeded"
+    assert "JobDeleted" in probe.event_reasons("t")
+    delete_task(engine, namespace, "t")
+    assert_all_gone(probe, "t", None)
+    assert probe.jobs() == []
+
+
 def test_deletion_survives_a_controller_restart(engine, controller_factory, probe, namespace):
     """A Task deleted while no controller runs is cleaned up by the next one: its Job is
     deleted (not abandoned) even if the Task is reconciled before its MPE is registered."""

@@ -68,7 +68,7 @@ class MpeReconciler:
         tasks_using: Callable[[MpeKey], list[dict[str, Any]]],
         on_ready: Callable[[MpeKey], None],
         resync_seconds: float = 60.0,
-        collect_orphans: Callable[[MpeCluster], None] | None = None,
+        collect_orphans: Callable[[MpeCluster, list[dict[str, Any]]], None] | None = None,
         cleanup_timeout: float = 120.0,
         manages_status: Callable[[], bool] = lambda: True,
     ) -> None:
@@ -159,7 +159,8 @@ class MpeReconciler:
 
     def _needs_cluster(self, key: MpeKey, task: dict[str, Any]) -> bool:
         """Whether ``task`` still needs this MPE's cluster: not finished, or its Job there still
-        holds job-protection (a finished Task's released Job is left to its TTL)."""
+        holds job-protection (a finished Task's released Job goes with the MPE, see
+        :meth:`taskfsm.controllers.task.orphans.OrphanCollector.collect_cluster`)."""
         status = task.get("status") or {}
         if status.get("phase") not in (c.TaskPhase.SUCCEEDED, c.TaskPhase.FAILED):
             return True
@@ -174,7 +175,8 @@ class MpeReconciler:
         return c.FINALIZER_JOB_PROTECTION in finalizers_of_job
 
     def _delete(self, key: MpeKey, mpe: dict[str, Any]) -> Result:
-        busy = [t for t in self.tasks_using(key) if self._needs_cluster(key, t)]
+        tasks = self.tasks_using(key)
+        busy = [t for t in tasks if self._needs_cluster(key, t)]
         if busy:
             # The Tasks need the MPE's client to follow or clean up their Jobs: keep it, or build
             # it when this process has none (a restart after the deletion began; issue 12 item 5).
@@ -189,8 +191,9 @@ class MpeReconciler:
                 return Result(error=message)
             return Result(requeue_after=DELETION_POLL_SECONDS)
         if self.collect_orphans is not None:
-            # Nothing of a Task that is gone may stay behind where no client reaches any more
-            # (docs/operations.md, "Lost Jobs and orphaned children").
+            # Nothing of a Task may stay behind where no client reaches any more: not the
+            # children of Tasks that are gone, nor the Jobs finished Tasks keep (docs/operations.md,
+            # "Lost Jobs and orphaned children").
             problem = self._connect(key, mpe, keep=True)
             if problem is None:
                 return Result()
@@ -199,7 +202,7 @@ class MpeReconciler:
                 if problem or cluster is None:
                     raise KubeError(problem or "the cluster's client is not ready")
                 for each in [cluster, *self.registry.retired(key)]:
-                    self.collect_orphans(each)
+                    self.collect_orphans(each, tasks)
             except KubeError as exc:
                 if not self._deletion_older_than(mpe, self.cleanup_timeout):
                     return Result(error=f"deleting orphaned Jobs and Secrets before going: {exc}")

@@ -402,13 +402,24 @@ class TaskEffects(ObservationGuards):
 
     def abandon_job(self, observation: TaskObservation) -> None:
         """§3.10: the MPE is unreachable; the Task goes and its Job (if any) is left behind."""
-        self.r.events.record(
-            self.s.task,
-            WARNING,
-            "JobAbandoned",
-            f"MediaProcessingEntity is not reachable; Job {observation.job_name} "
-            "(if it exists) is left behind",
-        )
+        if observation.mpe_gone and observation.outcome_recorded:
+            # A deleting MPE takes its finished Tasks' Jobs with it, unless its cluster could not
+            # be searched (then the MPE has a Warning Event OrphansNotChecked).
+            note = (
+                f"MediaProcessingEntity no longer exists; Job {observation.job_name} went with "
+                "it or, if its cluster could not be reached, is left behind"
+            )
+        elif observation.mpe_gone:
+            note = (
+                f"MediaProcessingEntity no longer exists; Job {observation.job_name} "
+                "(if it exists) is left behind"
+            )
+        else:
+            note = (
+                f"MediaProcessingEntity is not reachable; Job {observation.job_name} "
+                "(if it exists) is left behind"
+            )
+        self.r.events.record(self.s.task, WARNING, "JobAbandoned", note)
 
     def _job_namespace(self, cluster: MpeCluster) -> str:
         """Where the observed Job is (it may predate a change of the MPE's Job namespace, D19)."""
