@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install what taskfsm's tests, benchmarks and demo need, from the project's own pinned files:
 # uv (from PyPI), the locked Python environment (.venv from uv.lock), graphviz and mmdebstrap
-# (Debian), helm (tools/helm/build.sh), the image's root filesystem (tests/support/image.py), and the
-# control-plane binaries and promtool (tools/controlplane/build.sh, tools/promtool/build.sh, cached
-# outside the repository).
+# (Debian), helm (tools/helm/build.sh), the Kueue manager (tools/kueue/build.sh), the image's root
+# filesystem (tests/support/image.py), and the control-plane binaries and promtool
+# (tools/controlplane/build.sh, tools/promtool/build.sh, cached outside the repository).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +35,7 @@ fi
 bins=$(tools/controlplane/build.sh)
 echo "setup: control-plane binaries and kubectl in $bins" >&2
 echo "setup: helm $(tools/helm/build.sh)" >&2
+echo "setup: kueue $(tools/kueue/build.sh)" >&2
 # The image's root filesystem for tests/e2e/test_image.py (Debian packages + the Dockerfile's steps;
 # cached in /var/cache/taskfsm-image, rebuilt only where its inputs changed).
 echo "setup: image root filesystem $(.venv/bin/python -m tests.support.image)" >&2
