@@ -32,7 +32,11 @@ What it does, in one process that starts everything it needs on loopback:
    at taskfsm's writes per Task;
 9. a steady arrival of 50 Tasks/s for 60 s (Task→Job latency), and issue 16's replica rows
    (1 leader, then 1, 2 and 4 replicas sharing Lease-held buckets, ``bench_replicas.py``);
-10. Markdown tables on stdout and in ``docs/benchmarks.md`` (machine, versions, date), medians
+10. start-up (issue 12 item 10): Tasks created while no controller runs, then the controller
+    started (seconds to ready, to the first and to every Job), and a Task created right after a
+    new MediaProcessingEntity with a Job watch of its own (Task→Job); ``--startup-only`` runs just
+    these and renders the report again from the ``--json`` file;
+11. Markdown tables on stdout and in ``docs/benchmarks.md`` (machine, versions, date), medians
     of the repeated runs, and each target of issue 14 marked met or not.
 """
 
@@ -63,12 +67,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402 (after the sys.path entries above)
 
-from taskfsm.api import constants as c  # noqa: E402
-from taskfsm.kube.informer import ADDED, DELETED, MODIFIED, Informer  # noqa: E402
-from taskfsm.kube.resources import BY_KIND, TASKS, WORKFLOWS  # noqa: E402
-from taskfsm.kube.rest import JOBS, NAMESPACES, PODS, SECRETS, Resource, Rest  # noqa: E402
+from taskfsm.api import constants as c  # noqa: E402 (after the sys.path entries above)
+from taskfsm.kube.informer import ADDED, DELETED, MODIFIED, Informer  # noqa: E402 (after the sys.path entries above)
+from taskfsm.kube.resources import BY_KIND, TASKS, WORKFLOWS  # noqa: E402 (after the sys.path entries above)
+from taskfsm.kube.rest import JOBS, NAMESPACES, PODS, SECRETS, Resource, Rest  # noqa: E402 (after the sys.path entries above)
 
 KCM_ARGS = (
     "--kube-api-qps=1000",
@@ -555,6 +559,82 @@ class Bench:
             profile=dict(samples) if samples is not None else None,
         )
 
+    def startup(self, n: int, workers: int) -> dict[str, Any]:
+        """Issue 12 item 10, start-up: ``n`` Tasks created while no controller runs, then a
+        ``taskfsm run`` process started: seconds from starting it to ``/readyz``, to the first
+        Job and to each Job (p50, p99, last)."""
+        from taskfsm.testing import objects
+
+        ns = self.namespace(f"bench-startup-{n}")
+        self.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
+        timeline = Timeline(self.rest, ns, "wf", n).start()
+        bodies = [
+            objects.task(f"t{i:05d}", workflow_name="wf", function_name="bench") for i in range(n)
+        ]
+        with ThreadPoolExecutor(CREATE_THREADS) as pool:
+            list(pool.map(lambda body: self.rest.create(TASKS, ns, body), bodies))
+        started = time.monotonic()
+        proc = self.controller(ns, workers, f"ctl-{ns}")
+        ready = time.monotonic() - started
+        complete = timeline.all_released.wait(120 + n * 0.4)
+        proc.terminate(60)
+        timeline.stop()
+        with timeline.lock:
+            jobs = sorted(t - started for t in timeline.job.values())
+        return {
+            "tasks": n,
+            "workers": workers,
+            "ready_s": ready,
+            "first_job_s": percentile(jobs, 0.0),
+            "job_p50_s": percentile(jobs, 0.5),
+            "job_p99_s": percentile(jobs, 0.99),
+            "last_job_s": percentile(jobs, 1.0),
+            "complete": complete and len(jobs) == n,
+        }
+
+    def new_mpe(self, samples: int) -> dict[str, Any]:
+        """Issue 12 item 10, a new MPE: with the controller running, ``samples`` times a
+        MediaProcessingEntity with a Job namespace of its own (so a Job watch of its own) and,
+        right after it, a Task naming it: seconds from the Task's create call returning to its Job
+        existing (polled)."""
+        from taskfsm.build.jobs import job_name
+        from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
+        from taskfsm.testing import objects
+
+        ns = self.namespace("bench-new-mpe")
+        self.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
+        proc = self.controller(ns, 4, f"ctl-{ns}")
+        latencies: list[float] = []
+        try:
+            for i in range(samples):
+                jobs_ns = f"{ns}-jobs-{i}"
+                self.rest.create(NAMESPACES, None, {"metadata": {"name": jobs_ns}})
+                self.rest.create(
+                    MEDIA_PROCESSING_ENTITIES, ns, objects.local_mpe(f"m{i}", namespace=jobs_ns)
+                )
+                body = objects.task(
+                    f"t{i:03d}", workflow_name="wf", function_name="bench", mpe_name=f"m{i}"
+                )
+                task = self.rest.create(TASKS, ns, body)
+                created, name = time.monotonic(), job_name(task)
+                while time.monotonic() - created < 60:
+                    try:
+                        self.rest.get(JOBS, jobs_ns, name)
+                    except Exception:
+                        time.sleep(0.002)
+                        continue
+                    latencies.append(time.monotonic() - created)
+                    break
+        finally:
+            proc.terminate(60)
+        latencies.sort()
+        return {
+            "samples": samples,
+            "job_p50_s": percentile(latencies, 0.5),
+            "job_max_s": percentile(latencies, 1.0),
+            "complete": len(latencies) == samples,
+        }
+
     def ceiling(self, seconds: float) -> dict[str, float]:
         """The API server's bare write capacity on this machine now: small ConfigMaps POSTed by
         :data:`CEILING_PROCESSES` processes of :data:`CEILING_THREADS` threads for ``seconds``
@@ -746,6 +826,7 @@ def render(
     notes: list[str] | None = None,
     ceiling: dict[str, float] | None = None,
     replicas: list[dict[str, Any]] | None = None,
+    startup: dict[str, Any] | None = None,
 ) -> str:
     notes = list(notes or [])
     ceiling = ceiling or {}
@@ -831,6 +912,8 @@ def render(
         )
         add("")
         add(table(replicas))
+    if startup:
+        add(render_startup(startup))
     wf_rows = [
         (k, a) for k, a in sorted(agg.items()) if k[0] == "burst" and a["workflow"] == a["workflow"]
     ]
@@ -1104,6 +1187,8 @@ DEFAULTS: dict[str, Any] = {
     "profile": [1000, 16],
     "replicas": [1, 2, 4],
     "replica_tasks": 1000,
+    "startup": [1000, 16],
+    "new_mpe_samples": 10,
     "budget_minutes": 30,
 }
 QUICK: dict[str, Any] = {
@@ -1117,6 +1202,8 @@ QUICK: dict[str, Any] = {
     "profile": None,
     "replicas": [],
     "replica_tasks": 0,
+    "startup": [5, 4],
+    "new_mpe_samples": 2,
     "budget_minutes": 3,
 }
 
@@ -1183,6 +1270,50 @@ def ceiling_figures(
     }
 
 
+def render_startup(startup: dict[str, Any]) -> str:
+    """The start-up section (issue 12 item 10): Tasks present when the controller starts, and a
+    Task created right after a new MediaProcessingEntity."""
+    lines = ["## Start-up and a new MediaProcessingEntity", ""]
+    boot = startup.get("boot")
+    if boot:
+        lines += [
+            f"{boot['tasks']:,} Tasks created while no controller runs, then `taskfsm run "
+            f"--workers {boot['workers']}` started; seconds from starting the process:",
+            "",
+            "| Tasks | workers | `/readyz` (s) | first Job (s) | Jobs p50 / p99 (s) | last Job (s) "
+            "| complete |",
+            "|---:|---:|---:|---:|---|---:|---|",
+            f"| {boot['tasks']:,} | {boot['workers']} | {fmt(boot['ready_s'])} "
+            f"| {fmt(boot['first_job_s'])} | {fmt(boot['job_p50_s'])} / {fmt(boot['job_p99_s'])} "
+            f"| {fmt(boot['last_job_s'])} | {'yes' if boot['complete'] else 'no'} |",
+            "",
+        ]
+    fresh = startup.get("new_mpe")
+    if fresh:
+        lines += [
+            f"A running controller; {fresh['samples']} times a MediaProcessingEntity with a Job "
+            "namespace of its own (so a client and Job watch of its own) and, right after it, a "
+            "Task naming it: Task→Job p50 "
+            f"**{fmt(fresh['job_p50_s'], 3)} s**, max {fmt(fresh['job_max_s'], 3)} s "
+            "(the Job polled every 2 ms).",
+            "",
+        ]
+    if startup.get("measured"):
+        lines += [f"Measured {startup['measured']}.", ""]
+    return "\n".join(lines)
+
+
+def run_startup(bench: Bench, config: dict[str, Any]) -> dict[str, Any]:
+    n, w = config["startup"]
+    log(f"startup: {n} Tasks present when the controller starts, {w} workers")
+    boot = bench.startup(n, w)
+    log(f"  first Job {fmt(boot['first_job_s'])}s, last {fmt(boot['last_job_s'])}s")
+    log(f"new MPE: {config['new_mpe_samples']} MPEs, a Task right after each")
+    fresh = bench.new_mpe(config["new_mpe_samples"])
+    log(f"  Task→Job p50 {fmt(fresh['job_p50_s'], 3)}s")
+    return {"boot": boot, "new_mpe": fresh}
+
+
 def render_profile(result: RunResult) -> str:
     """The profile of one run as a Markdown table: category, share of samples, ms per Task."""
     samples = result.profile or {}
@@ -1232,6 +1363,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only one profiled burst (--sizes/--workers, default 1000 x 16): where the CPU goes",
     )
+    parser.add_argument(
+        "--startup-only",
+        action="store_true",
+        help="only the start-up scenarios; their figures replace those of the --json file, "
+        "and the report is rendered again from it",
+    )
     parser.add_argument("--kubelet", help=argparse.SUPPRESS)
     parser.add_argument("--writer", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1252,6 +1389,7 @@ def main(argv: list[str] | None = None) -> int:
             data.get("notes"),
             data.get("ceiling") or {},
             data.get("replicas") or [],
+            data.get("startup"),
         )
         print(report)
         if args.output:
@@ -1277,6 +1415,20 @@ def main(argv: list[str] | None = None) -> int:
         install_crds(plane.api_client(), crd_documents())
         bench = Bench(plane, log_dir=log_dir)
         bench.start_kubelet()
+        if args.startup_only:
+            try:
+                startup = run_startup(bench, config)
+            finally:
+                bench.stop_kubelet()
+            meta = machine_meta(plane)
+            startup["measured"] = (
+                f"in a run of its own (`--startup-only`), {meta['date']}, "
+                f"commit {meta['taskfsm commit']}"
+            )
+            data = json.loads(Path(args.json).read_text())
+            data["startup"] = startup
+            Path(args.json).write_text(json.dumps(data, indent=1))
+            return main(["--from-json", args.json, "--output", args.output])
         if args.profile:
             try:
                 n = int((args.sizes or "1000").split(",")[0])
@@ -1299,6 +1451,7 @@ def main(argv: list[str] | None = None) -> int:
             meta = machine_meta(plane)
             ceiling: dict[str, float] = {}
             replicas: list[dict[str, Any]] = []
+            startup: dict[str, Any] = {}
             budget_end = started + config["budget_minutes"] * 60
             namespaces: dict[int, str] = {}
             sizes = config["sizes"]
@@ -1402,6 +1555,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if config.get("replicas"):
                 replicas = run_replicas(bench, config, fits)
+            if config.get("startup"):  # short and fixed in size: never skipped for time
+                startup = run_startup(bench, config)
             for n in sizes:
                 for _ in range(config["repeats"].get(n, 1) - first_reps[n]):
                     for w in config["workers"][n]:
@@ -1414,7 +1569,7 @@ def main(argv: list[str] | None = None) -> int:
         k: (v if not isinstance(v, dict) else {str(a): b for a, b in v.items()})
         for k, v in config.items()
     }
-    report = render(results, memory, meta, printable, notes, ceiling, replicas)
+    report = render(results, memory, meta, printable, notes, ceiling, replicas, startup)
     print(report)
     if args.output:
         Path(args.output).write_text(report)
@@ -1427,6 +1582,7 @@ def main(argv: list[str] | None = None) -> int:
                     "memory": memory,
                     "ceiling": ceiling,
                     "replicas": replicas,
+                    "startup": startup,
                     "meta": meta,
                     "config": printable,
                     "notes": notes,

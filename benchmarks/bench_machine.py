@@ -3,9 +3,11 @@
 Run: `.venv/bin/python benchmarks/bench_machine.py [--repeat N]`
 
 Measures, in microseconds (median and 90th percentile of N individually timed calls, after a
-warm-up), (1) building `TaskLifecycle` from a persisted phase, which every pass does, and
-(2) one whole `run_pass` with a model whose effects do nothing, so the figure is the
-statechart's own overhead on top of the reconciler's API calls. Prints a Markdown table.
+warm-up), (1) building `TaskLifecycle` from a persisted phase, which a worker thread does
+once (and again after a pass that reached the final state `Finalized`), and (2) one whole
+`run_pass` with a model whose effects do nothing, on the thread's reused machine, so the
+figure is the statechart's own overhead on top of the reconciler's API calls (the deletion
+row includes the rebuild its final state causes). Prints a Markdown table.
 Timings are not asserted anywhere; they depend on the machine.
 """
 

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_controller import (  # noqa: E402
+from bench_controller import (  # noqa: E402 (after the sys.path entries above)
     CREATE_THREADS,
     KCM_ARGS,
     Bench,
@@ -41,7 +41,7 @@ from bench_controller import (  # noqa: E402
     rss_mib,
 )
 
-from taskfsm.kube.resources import TASKS, WORKFLOWS  # noqa: E402
+from taskfsm.kube.resources import TASKS, WORKFLOWS  # noqa: E402 (after the sys.path entries above)
 
 LEASE_TIMINGS = (15.0, 10.0, 2.0)
 """The defaults of ``taskfsm run`` (lease duration, renew deadline, retry period)."""

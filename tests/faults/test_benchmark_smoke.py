@@ -46,6 +46,7 @@ def test_quick_benchmark_runs_and_writes_its_report(tmp_path):
         "## Workflows of N Tasks",
         "## Against the API server's write ceiling",
         "## Against the targets",
+        "## Start-up and a new MediaProcessingEntity",
     ):
         assert heading in text
     data = json.loads(raw.read_text())
@@ -58,3 +59,5 @@ def test_quick_benchmark_runs_and_writes_its_report(tmp_path):
     assert [m["tasks"] for m in data["memory"]] == [0, 5]
     assert data["ceiling"]["writes"] > 0
     assert all(m["rss_mib"] > 0 for m in data["memory"])
+    assert data["startup"]["boot"]["complete"], data["startup"]
+    assert data["startup"]["new_mpe"]["complete"], data["startup"]

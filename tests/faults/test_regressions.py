@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from taskfsm.build import jobs
 from taskfsm.manager.controller import Controller, Settings
+from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
 from tests.support.faults import Fault, Faults, FaultyRest, RequestLog
 
@@ -103,9 +105,6 @@ def test_deleting_task_finds_a_job_the_cache_has_not_seen(
 
 
 # -- bad input (test_bad_input.py) ----------------------------------------------------------------
-
-from taskfsm.build import jobs  # noqa: E402
-from taskfsm.testing import objects  # noqa: E402
 
 
 def _task(**spec: Any) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.manager.controller import Controller, Settings
 from taskfsm.testing.crds import install_crds
+from tests.support.probes import ClusterScoped, Probe
 
 
 @pytest.fixture(scope="session")
@@ -76,10 +77,6 @@ def controller(
 
 
 # -- issue 5: reconcile tests (probes, cluster-scoped objects, controllers built per test) -------
-
-from collections.abc import Callable  # noqa: E402
-
-from tests.support.probes import ClusterScoped, Probe  # noqa: E402
 
 
 @pytest.fixture
