@@ -240,7 +240,7 @@ class RelabelingRest(Rest):
     other: Rest | None = None
     lock = threading.Lock()
 
-    def patch(self, res, namespace, name, patch, *, subresource=None, content_type=MERGE_PATCH):  # type: ignore[override]
+    def patch(self, res, namespace, name, patch, *, subresource=None, content_type=MERGE_PATCH):  # type: ignore[override]  # a test double: only the calls under test matter
         is_metadata_write = (
             res == TASKS and subresource is None and isinstance(patch, dict) and "metadata" in patch
         )

@@ -164,7 +164,7 @@ def test_the_first_list_is_paged_and_caches_every_object(rest, namespace):
     for i in range(7):
         rest.create(CONFIGMAPS, namespace, configmap(f"cm-{i}"))
     spy = ListSpy(rest)
-    informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=3))  # type: ignore[arg-type]
+    informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=3))  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     try:
         assert spy.pages == [(3, False), (3, True), (3, True)]
         assert sorted(o["metadata"]["name"] for o in informer.list()) == [
@@ -189,7 +189,7 @@ def test_an_expired_snapshot_between_pages_lists_again_unpaged(rest, namespace):
     for i in range(5):
         rest.create(CONFIGMAPS, namespace, configmap(f"cm-{i}"))
     spy = ListSpy(rest, expire_continue_once=True)
-    informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=2))  # type: ignore[arg-type]
+    informer, seen = start(Informer(spy, CONFIGMAPS, namespace=namespace, page_size=2))  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     try:
         assert spy.pages == [(2, False), (2, True), (None, False)]
         assert sorted(o["metadata"]["name"] for o in informer.list()) == [

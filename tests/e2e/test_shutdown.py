@@ -24,7 +24,7 @@ class GatedRest(Rest):
     gate = threading.Event()
     entered = threading.Event()
 
-    def create(self, res, namespace, body, *, dry_run=False):  # type: ignore[override]
+    def create(self, res, namespace, body, *, dry_run=False):  # type: ignore[override]  # a test double: only the calls under test matter
         if res == JOBS and not GatedRest.entered.is_set():
             GatedRest.entered.set()
             GatedRest.gate.wait(60)

@@ -301,7 +301,7 @@ def test_a_task_waiting_for_its_mpe_client_is_woken_when_it_is_ready(
         gate.wait(60)
         return mpe_reconcile(key)
 
-    ctl.mpe_reconciler.reconcile = held_mpe  # type: ignore[method-assign]
+    ctl.mpe_reconciler.reconcile = held_mpe  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     task_reconcile = ctl.reconciler.reconcile
 
     def recorded(key: str) -> Any:
@@ -309,7 +309,7 @@ def test_a_task_waiting_for_its_mpe_client_is_woken_when_it_is_ready(
         results.append((key, result))
         return result
 
-    ctl.reconciler.reconcile = recorded  # type: ignore[method-assign]
+    ctl.reconciler.reconcile = recorded  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     ctl.start()
     engine.create(objects.local_mpe("m"))
     wait_for(
@@ -416,7 +416,7 @@ def test_api_refusals_back_off_with_a_short_cap(
                 delays.append(delay)
             return delay
 
-        ctl.queue.add_rate_limited = recorded  # type: ignore[method-assign]
+        ctl.queue.add_rate_limited = recorded  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
         ctl.start()
         mpe_ready(engine)
         engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))

@@ -204,4 +204,4 @@ def test_rebuilding_from_a_phase_runs_no_entry_action(phase: str) -> None:
 def test_events_for(changes: dict[str, object], events: tuple[str, ...]) -> None:
     """Deletion first and alone (D22), then finalizer, Workflow, ownership, phase step, and
     last the requeue decision."""
-    assert events_for(TaskObservation(**changes)) == events  # type: ignore[arg-type]
+    assert events_for(TaskObservation(**changes)) == events  # type: ignore[arg-type]  # deliberately a field mix the type does not describe

@@ -87,7 +87,7 @@ def test_a_model_lacking_callbacks_is_an_error_not_a_crash() -> None:
         def create_job_and_secret(self, observation: TaskObservation) -> None:
             pass
 
-    outcome = run_pass(PENDING, Incomplete(), now=NOW)  # type: ignore[arg-type]
+    outcome = run_pass(PENDING, Incomplete(), now=NOW)  # type: ignore[arg-type]  # deliberately invalid input: the engine must report it
     assert outcome.phase == "JobPending"
     assert outcome.effects == ()
     assert "lacks add_task_finalizer" in outcome.message
@@ -114,7 +114,7 @@ def test_several_errors_aggregate_like_the_reference() -> None:
 
 
 def test_a_missing_phase_is_never_none() -> None:
-    observation = TaskObservation(phase=None)  # type: ignore[arg-type]
+    observation = TaskObservation(phase=None)  # type: ignore[arg-type]  # deliberately invalid input: the engine must report it
     assert observation.phase == ""
     assert run_pass(observation, lifecycle_harness.FakeModel({}), now=NOW).phase == "Initializing"
 
@@ -130,7 +130,7 @@ def test_a_missing_phase_is_never_none() -> None:
 def test_contradictory_job_fields_are_rejected(changes: dict[str, object]) -> None:
     """A Job without uid, or an absent Job with one, is a reconciler bug."""
     with pytest.raises(ValueError, match="Job"):
-        TaskObservation(**changes)  # type: ignore[arg-type]
+        TaskObservation(**changes)  # type: ignore[arg-type]  # deliberately invalid input: the engine must report it
 
 
 def test_effects_receive_the_observation() -> None:

@@ -29,7 +29,7 @@ class FakeRest:
 
 def test_repeats_within_the_window_are_written_once() -> None:
     rest = FakeRest()
-    events = EventRecorder(rest, clock=lambda: 0.0)  # type: ignore[arg-type]
+    events = EventRecorder(rest, clock=lambda: 0.0)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     for _ in range(3):
         events.record(TASK, WARNING, "ReconcileError", "boom")
     assert len(rest.created) == 1
@@ -38,7 +38,7 @@ def test_repeats_within_the_window_are_written_once() -> None:
 def test_a_refused_event_is_tried_again() -> None:
     """Before: a failed POST was remembered as sent and the Event suppressed for the window."""
     rest = FakeRest()
-    events = EventRecorder(rest, clock=lambda: 0.0)  # type: ignore[arg-type]
+    events = EventRecorder(rest, clock=lambda: 0.0)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     rest.fail = True
     events.record(TASK, WARNING, "ReconcileError", "boom")
     rest.fail = False

@@ -53,7 +53,7 @@ def test_installed_observer_reports_successful_writes_only(monkeypatch):
     )
     monkeypatch.setattr(rest.Rest, "__init__", rest.Rest.__init__)
     crashpoints.install()
-    client = rest.Rest(object())  # type: ignore[arg-type]
+    client = rest.Rest(object())  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     assert client.observer is not None
     client.observer("POST", "jobs", 201)
     client.observer("POST", "jobs", 409)

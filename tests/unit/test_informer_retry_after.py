@@ -33,7 +33,7 @@ class FailingOnceRest:
 
 def test_a_failed_list_waits_at_least_retry_after() -> None:
     rest = FailingOnceRest(retry_after=1.5)
-    informer = Informer(rest, JOBS, max_backoff=0.1)  # type: ignore[arg-type]
+    informer = Informer(rest, JOBS, max_backoff=0.1)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     informer.start()
     try:
         assert rest.listed.wait(10)
@@ -45,6 +45,6 @@ def test_a_failed_list_waits_at_least_retry_after() -> None:
 def test_backoff_stays_finite_after_a_long_outage() -> None:
     """Found in review: after ~1,025 consecutive failures (8.5 h at the 30 s cap) the doubling
     overflowed (OverflowError in the watch loop's error handler ended the watch for good)."""
-    informer = Informer(FailingOnceRest(0.0), JOBS, max_backoff=30.0)  # type: ignore[arg-type]
+    informer = Informer(FailingOnceRest(0.0), JOBS, max_backoff=30.0)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     informer._consecutive_failures = 5000
     assert 15.0 <= informer._backoff() <= 45.0

@@ -306,7 +306,7 @@ def test_an_answer_arriving_after_the_deadline_does_not_count():
             run.clock.now += 25.0
         return result
 
-    run.api.request = slow  # type: ignore[method-assign]
+    run.api.request = slow  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     run.elector.run()
     assert len(run.stopped) == 1
     assert not run.elector.holds_lease()
@@ -365,7 +365,7 @@ def test_timings_are_checked():
     """lease duration > renew deadline > retry period > 0, like client-go's checks."""
     with pytest.raises(ValueError, match="lease duration > renew deadline"):
         LeaderElector(
-            object(),  # type: ignore[arg-type]
+            object(),  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
             namespace="ns",
             name="l",
             identity=ME,

@@ -45,7 +45,7 @@ def test_secret_watch_lists_and_watches_one_secret_by_name():
         calls.append((path, options.get("query") or {}))
         return {"items": []}
 
-    rest.request = request  # type: ignore[method-assign]
+    rest.request = request  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     rest.list(SECRETS, "ns", limit=500)
     rest.watch(SECRETS, "ns", timeout_seconds=5, read_timeout=10, resourceVersion="1")
     assert [path for path, _ in calls] == ["/api/v1/namespaces/ns/secrets"] * 2

@@ -237,7 +237,7 @@ def test_connecting_for_a_write_may_not_outlast_the_guard(
         seen.append(args[7])
         return original(*args)
 
-    rest._send = spy  # type: ignore[method-assign]
+    rest._send = spy  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     rest.create(LEASES, "ns", {"metadata": {"name": "l"}})
     rest.get(LEASES, "ns", "l")
     assert seen == [(0.25, rest.timeout[1]), rest.timeout]

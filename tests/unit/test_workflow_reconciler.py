@@ -176,7 +176,7 @@ class World:
         self.reconciler = WorkflowReconciler(
             rest=self.rest,
             caches=self.caches,
-            events=self.events,  # type: ignore[arg-type]
+            events=self.events,  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
             waiting_seconds=waiting,
             resync_seconds=300.0,
             clock=lambda: self.now,
@@ -341,7 +341,7 @@ def test_deletion_waits_then_releases_the_finalizer() -> None:
 
 def test_a_missing_workflow_is_nothing_to_do() -> None:
     w = World()
-    w.reconciler.rest.get = lambda *a: (_ for _ in ()).throw(_not_found())  # type: ignore[attr-defined]
+    w.reconciler.rest.get = lambda *a: (_ for _ in ()).throw(_not_found())  # type: ignore[attr-defined]  # test instrumentation on the fake's REST object
     assert w.reconciler.reconcile(f"{NS}/gone").error is None
 
 
@@ -356,7 +356,7 @@ def _not_found() -> Exception:
 
 def test_only_task_changes_that_matter_wake_the_workflow() -> None:
     added: list[str] = []
-    watch = WorkflowWatch(FakeCaches(), added.append)  # type: ignore[arg-type]
+    watch = WorkflowWatch(FakeCaches(), added.append)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     a = task("a", "", labelled=False)
     watch.on_task("ADDED", a)
     watch.on_task("MODIFIED", a)  # nothing the Workflow counts changed
@@ -374,7 +374,7 @@ def test_only_task_changes_that_matter_wake_the_workflow() -> None:
 
 def test_workflow_events_queue_the_workflow() -> None:
     added: list[str] = []
-    watch = WorkflowWatch(FakeCaches(), added.append)  # type: ignore[arg-type]
+    watch = WorkflowWatch(FakeCaches(), added.append)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     watch.on_workflow("MODIFIED", workflow("x"))
     watch.on_workflow("DELETED", workflow("x"))
     assert added == [f"{NS}/x", f"{NS}/x"]
@@ -391,7 +391,7 @@ def test_a_failed_status_write_is_a_retried_error_not_a_crash() -> None:
     def unavailable(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise Unavailable.__new__(Unavailable)
 
-    w.rest.patch = unavailable  # type: ignore[method-assign]
+    w.rest.patch = unavailable  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     result = w.reconciler.reconcile(f"{NS}/wf")
     assert result.error is not None
     assert result.error.startswith("failed to update Workflow status")
@@ -411,7 +411,7 @@ def test_a_status_computed_from_a_stale_view_does_not_land() -> None:
     w.add(newer)  # what the API server holds now
 
     # The reconcile reads the lagging view a cache can have (resourceVersion 1).
-    w.reconciler.read_workflow = lambda ns, name: copy.deepcopy(stale)  # type: ignore[method-assign]
+    w.reconciler.read_workflow = lambda ns, name: copy.deepcopy(stale)  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     result = w.reconciler.reconcile(f"{NS}/wf")
 
     assert result.error is not None, result
