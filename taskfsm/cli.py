@@ -74,6 +74,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
     traceback to stderr (:mod:`faulthandler`).
     """
     from taskfsm.api.config import WorkflowManagerConfiguration
+    from taskfsm.kube.kubeconfig import KubeconfigPolicy
     from taskfsm.manager import logs
     from taskfsm.manager.controller import Controller, Settings
 
@@ -126,6 +127,11 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         api_error_max_backoff=args.api_error_max_backoff,
         buckets=args.buckets,
         controllers=controllers,
+        kubeconfig_policy=KubeconfigPolicy(
+            allow_exec=args.allow_kubeconfig_exec,
+            allow_insecure=args.allow_kubeconfig_insecure,
+            allow_proxy=args.allow_kubeconfig_proxy,
+        ),
     )
     if config is not None:  # without --config, the Settings default applies
         settings = dataclasses.replace(
@@ -365,6 +371,25 @@ def build_parser() -> argparse.ArgumentParser:
         default="task,workflow,mpe",
         help="comma-separated controllers to run: task, workflow, mpe (the MediaProcessingEntity "
         "status controller); default all",
+    )
+    run.add_argument(
+        "--allow-kubeconfig-exec",
+        action="store_true",
+        help="let ClusterMediaProcessingEntity kubeconfigs use exec and auth-provider credential "
+        "plugins, which run inside the controller (never namespaced MediaProcessingEntities'; "
+        "docs/security.md)",
+    )
+    run.add_argument(
+        "--allow-kubeconfig-insecure",
+        action="store_true",
+        help="let ClusterMediaProcessingEntity kubeconfigs use insecure-skip-tls-verify and "
+        "http:// servers (never namespaced MediaProcessingEntities')",
+    )
+    run.add_argument(
+        "--allow-kubeconfig-proxy",
+        action="store_true",
+        help="let ClusterMediaProcessingEntity kubeconfigs use proxy-url (never namespaced "
+        "MediaProcessingEntities')",
     )
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument("--log-level", default="INFO")

@@ -73,7 +73,12 @@ class TaskLifecycle(StateChart[PassRecord]):
             running = State("Running", enter="record_start_time")
 
             observed = (
-                new.to(initializing, before="record_queued_time")
+                # A spec beyond what taskfsm processes (docs/security.md) is reported; nothing
+                # is selected or made from it until it is fixed.
+                new.to(None, cond="input_unusable", on="report_input_unusable")
+                | initializing.to(None, cond="input_unusable", on="report_input_unusable")
+                | job_pending.to(None, cond="input_unusable", on="report_input_unusable")
+                | new.to(initializing, before="record_queued_time")
                 | initializing.to(
                     job_pending, before=["select_media_processing_entity", "select_function"]
                 )

@@ -62,6 +62,7 @@ VERDICT_NAMES: Final = (
     "note_workflow_terminated",
     "note_job_lost",
     "report_workflow_missing",
+    "report_input_unusable",
     "report_mpe_pending",
     "await_mpe_client",
     "report_mpe_unavailable",
@@ -118,6 +119,12 @@ class _PassRecord(PassRecord):
         self.report(
             f'failed to fetch Workflow: workflows.engine.nagare.media "{name}" not found',
             "report_workflow_missing",
+        )
+
+    def report_input_unusable(self) -> None:
+        self.report(
+            f"Task spec cannot be processed: {self.observation.input_problem}",
+            "report_input_unusable",
         )
 
     def _mpe_message(self) -> str:

@@ -29,6 +29,11 @@ class ObservationGuards:
         """The Task still carries `engine.nagare.media/task-protection`."""
         return observation.has_finalizer
 
+    def input_unusable(self, observation: TaskObservation) -> bool:
+        """The Task's spec exceeds what the controller processes (docs/security.md): it is
+        reported, and nothing is selected or made from it."""
+        return bool(observation.input_problem)
+
     def refs_missing(self, observation: TaskObservation) -> bool:
         """The MediaProcessingEntity or Function reference is missing from status (§3.4, D3)."""
         return not (observation.mpe_selected and observation.function_selected)

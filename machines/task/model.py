@@ -31,6 +31,7 @@ from machines.task.observation import TaskObservation
 GUARD_NAMES: Final = (
     "task_terminating",
     "task_finalizer_present",
+    "input_unusable",
     "refs_missing",
     "mpe_unavailable",
     "mpe_pending",
@@ -86,6 +87,10 @@ class TaskLifecycleModel(Protocol):
 
     def task_finalizer_present(self, observation: TaskObservation) -> bool:
         """The Task carries the task-protection finalizer."""
+        ...
+
+    def input_unusable(self, observation: TaskObservation) -> bool:
+        """The Task's spec exceeds what the controller processes."""
         ...
 
     def refs_missing(self, observation: TaskObservation) -> bool:

@@ -92,6 +92,13 @@ class TaskObservation:
         default=False,
         metadata=_doc("The owner reference to the Workflow and the four workflow labels are set."),
     )
+    input_problem: str = field(
+        default="",
+        metadata=_doc(
+            "Why the Task's own spec cannot be processed (it exceeds what taskfsm reads, e.g. "
+            'nesting; `""` when it can): no Job is made from it.'
+        ),
+    )
     mpe_selected: bool = field(
         default=False, metadata=_doc("`status.mediaProcessingEntityRef` is set.")
     )

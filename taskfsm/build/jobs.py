@@ -24,6 +24,7 @@ from taskfsm.build.patching import JOB_TEMPLATE_SPEC, PatchError, merge_job_temp
 from taskfsm.build.patching.errors import format_path
 from taskfsm.build.patching.schema import type_shape
 from taskfsm.build.patching.validate import validate_patch
+from taskfsm.kube import wire
 
 #: Job names end up in the pod label ``batch.kubernetes.io/job-name`` (≤ 63 characters).
 MAX_JOB_NAME = 63
@@ -80,6 +81,13 @@ def build_job(
             ``templatePatches`` is malformed (the message names the object, field and path),
             or the merged template has no pod spec or collides with the data volume.
     """
+    for source in (task, function, task_template):
+        why = wire.problem(source)  # cut on reading: nested deeper than taskfsm processes
+        if source is not None and why:
+            meta = source.get("metadata") or {}
+            raise JobTemplateError(
+                f"{source.get('kind')} {meta.get('name')!r} cannot be used: {why}"
+            )
     patches = [
         ((task_template or {}).get("spec") or {}).get("templatePatches"),
         (task.get("spec") or {}).get("templatePatches"),

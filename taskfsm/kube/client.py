@@ -48,7 +48,6 @@ __all__ = [
     "from_kubeconfig",
     "from_kubeconfig_dict",
     "in_cluster",
-    "kubeconfig_namespace",
 ]
 
 #: No retries of any kind in urllib3: failures reach :class:`taskfsm.kube.rest.Rest` at once.
@@ -125,7 +124,9 @@ def from_kubeconfig(
 def from_kubeconfig_dict(
     kubeconfig: dict[str, Any], *, context: str | None = None
 ) -> client.ApiClient:
-    """An ``ApiClient`` for an in-memory kubeconfig (docs/behaviour.md §1.7, remote MPEs).
+    """An ``ApiClient`` for an in-memory kubeconfig, through the client library's loader, which
+    honours everything in it (commands, files, proxies): only for kubeconfigs the operator or
+    administrator wrote. A tenant's goes through :mod:`taskfsm.kube.kubeconfig`.
 
     Raises ``kubernetes.config.ConfigException`` when the kubeconfig is unusable.
     """
@@ -133,15 +134,6 @@ def from_kubeconfig_dict(
     loader = config.kube_config.KubeConfigLoader(config_dict=kubeconfig, active_context=context)
     loader.load_and_set(configuration)
     return configured(configuration)
-
-
-def kubeconfig_namespace(kubeconfig: dict[str, Any]) -> str:
-    """The current context's namespace, or ``default`` (the Job namespace of a remote MPE, §1.7)."""
-    current = kubeconfig.get("current-context")
-    for ctx in kubeconfig.get("contexts") or []:
-        if ctx.get("name") == current:
-            return (ctx.get("context") or {}).get("namespace") or "default"
-    return "default"
 
 
 def in_cluster() -> client.ApiClient:

@@ -40,9 +40,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from kubernetes.watch.watch import iter_resp_lines
 
+from taskfsm.kube import wire
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
 from taskfsm.kube.rest import Resource, Rest, WatchStream
 from taskfsm.kube.transforms import default_transform
@@ -334,10 +334,12 @@ class Informer:
                 fresh, token, limit = {}, None, None
                 continue
             for item in body.get("items") or []:
+                if not isinstance(item, dict):
+                    continue  # not an object: only a hostile API server sends that
                 # Lists omit apiVersion/kind on items; handlers and models want them.
                 item.setdefault("apiVersion", self.res.api_version)
                 item.setdefault("kind", self.res.kind)
-                item = self.transform(item)
+                item = self._transform(item)
                 fresh[_key(item)] = item
             meta = body.get("metadata") or {}
             del body  # this page's raw objects go before the next page arrives
@@ -377,7 +379,7 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 if line:
-                    self._handle(orjson.loads(line))
+                    self._handle(wire.loads(line))
                     events += 1
             if not events and time.monotonic() - opened < min(1.0, timeout / 2):
                 # Something between us and the API server ends streams at once: back off
@@ -405,14 +407,14 @@ class Informer:
         if kind == BOOKMARK:
             self._consecutive_failures = 0
         elif kind in (ADDED, MODIFIED):
-            obj = self.transform(obj)
+            obj = self._transform(obj)
             key = _key(obj)
             with self._lock:
                 self._index_locked(key, self._store.get(key), obj)
                 self._store[key] = obj
             self._dispatch(kind, obj)
         elif kind == DELETED:
-            obj = self.transform(obj)
+            obj = self._transform(obj)
             key = _key(obj)
             with self._lock:
                 self._index_locked(key, self._store.pop(key, None), None)
@@ -422,6 +424,28 @@ class Informer:
         self._consecutive_failures = 0
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _transform(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The transform's result; an object it fails on is kept as its identity, marked
+        unusable, so one object never stops the watch (docs/security.md)."""
+        try:
+            return self.transform(obj)
+        except Exception as exc:
+            log.warning(
+                "informer could not transform an object; keeping its identity only",
+                extra={"informer": self.name, "object": _key(obj), "error": type(exc).__name__},
+            )
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            return {
+                "apiVersion": self.res.api_version,
+                "kind": self.res.kind,
+                "metadata": {
+                    k: v
+                    for k, v in (meta or {}).items()
+                    if k in ("name", "namespace", "uid", "resourceVersion") and isinstance(v, str)
+                },
+                wire.UNUSABLE: f"it could not be read ({type(exc).__name__})",
+            }
 
     def _dispatch(self, kind: str, obj: dict[str, Any]) -> None:
         for handler in self._handlers:
@@ -480,9 +504,10 @@ class Informer:
 
 
 def _key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     ns, name = meta.get("namespace"), meta.get("name") or ""
-    return f"{ns}/{name}" if ns else name
+    return f"{ns}/{name}" if ns else str(name)
 
 
 def _rv(obj: dict[str, Any]) -> str:

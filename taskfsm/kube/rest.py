@@ -49,6 +49,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from taskfsm.kube import wire
 from taskfsm.kube.errors import ConnectionDropped, KubeError, Unavailable, api_errors
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -469,7 +470,7 @@ class Rest:
                 body=payload.decode(errors="replace"),
                 data=None,
             )
-        return response.status, (orjson.loads(payload) if payload else {})
+        return response.status, (wire.loads(payload) if payload else {})
 
     def drop_idle_connections(self) -> int:
         """Close the idle pooled connections to this API server (they reconnect when next used);

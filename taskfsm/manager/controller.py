@@ -51,6 +51,8 @@ from taskfsm.kube.cache import Caches
 from taskfsm.kube.client import ApiClient
 from taskfsm.kube.events import EventRecorder
 from taskfsm.kube.informer import EventHandler
+from taskfsm.kube.kubeconfig import STRICT as STRICT_KUBECONFIGS
+from taskfsm.kube.kubeconfig import KubeconfigPolicy
 from taskfsm.kube.leader import LeaderElector
 from taskfsm.kube.rest import Rest
 from taskfsm.manager import logs
@@ -133,6 +135,9 @@ class Settings:
     without leader election) does everything. Above 1 needs ``leader_election``."""
     controllers: frozenset[str] = frozenset(CONTROLLERS)
     """Which of :data:`CONTROLLERS` run."""
+    kubeconfig_policy: KubeconfigPolicy = STRICT_KUBECONFIGS
+    """What ClusterMediaProcessingEntities' kubeconfigs may hold beyond the allow-list of
+    :mod:`taskfsm.kube.kubeconfig` (a namespaced MPE's never may: docs/security.md)."""
 
 
 class Controller:
@@ -182,6 +187,7 @@ class Controller:
             informer_options=informer_options,
             # kubeconfig Secret changed, Job watch failed or recovered: reconcile that MPE now
             on_mpe_event=lambda key: self.mpe_queue.add(mpe_key_string(key)),
+            kubeconfig_policy=self.settings.kubeconfig_policy,
         )
         self.waiters = MpeWaiters(self._add_task)
         self.orphans = OrphanCollector(

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.mpe.registry import MpeRegistry
+from taskfsm.controllers.mpe.registry import MpeRegistry, _SharedWatch
 
 
 def job(
@@ -48,14 +48,44 @@ CLUSTER = SimpleNamespace(watch_key=LOCAL)
 """Stands in for the MpeCluster the reconcile wrote to (only its watch key is read)."""
 
 
-def registry() -> tuple[MpeRegistry, list[str]]:
+CLUSTER_MPE = (c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY, "", "shared")
+TENANT_MPE = (c.KIND_MEDIA_PROCESSING_ENTITY, "ns", "own")
+OTHER_TENANT_MPE = (c.KIND_MEDIA_PROCESSING_ENTITY, "other", "theirs")
+
+
+def registry(*users: tuple[str, str, str]) -> tuple[MpeRegistry, list[str]]:
+    """A registry whose two Job watches (LOCAL, REMOTE) serve ``users`` (default: a
+    ClusterMediaProcessingEntity, which may serve Tasks of any namespace)."""
     woken: list[str] = []
     reg = MpeRegistry(
         None,  # type: ignore[arg-type]  # the predicate never talks to the API
         on_job_event=woken.append,
         rest_factory=lambda _api: None,  # type: ignore[arg-type,return-value]  # not used here
     )
+    for watch_key in (LOCAL, REMOTE):
+        reg._watches[watch_key] = _SharedWatch(None, set(users or [CLUSTER_MPE]))  # type: ignore[arg-type]  # the predicate never reads the informer
     return reg, woken
+
+
+def test_a_job_labelled_for_another_namespaces_task_wakes_nobody():
+    """A namespaced MPE's Job watch serves its own namespace's Tasks only: a Job (or a hostile
+    remote cluster) naming another namespace's Task in its labels is ignored."""
+    reg, woken = registry(OTHER_TENANT_MPE)
+    reg._job_event(LOCAL, "ADDED", job(10))
+    reg._job_event(REMOTE, "MODIFIED", job(12, complete=True))
+    assert woken == []
+
+
+def test_a_job_labelled_for_the_mpe_namespaces_task_wakes_it():
+    reg, woken = registry(TENANT_MPE)
+    reg._job_event(LOCAL, "ADDED", job(10))
+    assert woken == ["ns/a"]
+
+
+def test_a_watch_shared_with_a_cluster_mpe_serves_every_namespace():
+    reg, woken = registry(OTHER_TENANT_MPE, CLUSTER_MPE)
+    reg._job_event(LOCAL, "ADDED", job(10))
+    assert woken == ["ns/a"]
 
 
 def test_a_job_created_by_the_reconcile_does_not_wake_its_task_with_its_added_event():

@@ -196,7 +196,15 @@ def _check_merge_key(item: Any, key: str, path: Path, *, what: str) -> None:
         )
 
 
+MAX_LIST_ITEMS = 1000
+"""Longest list a template or patch may hold: merging pairs the items of two lists, so the work
+grows with the product of their lengths (docs/security.md, "No object stops the controller");
+a Job template's lists (containers, env, volumes) hold tens."""
+
+
 def _check_list(items: list[Any], shape: Shape | None, path: Path) -> None:
+    if len(items) > MAX_LIST_ITEMS:
+        raise PatchError(path, f"has {len(items)} items; at most {MAX_LIST_ITEMS} are processed")
     item_shape = schema.list_items(shape)
     key = schema.merge_key(shape)
     keyed = bool(key) and schema.merges(shape)

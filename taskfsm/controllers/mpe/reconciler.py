@@ -35,6 +35,13 @@ log = logging.getLogger(__name__)
 DELETION_POLL_SECONDS = 5.0
 """How often a deleting MPE whose cluster works looks again whether its Tasks are done."""
 
+READY_REASON = "Connected"
+"""``Ready=True``'s reason: the cluster answers and its Job watch is connected."""
+
+
+class _ShuttingDown(Exception):
+    """The process is stopping while the MPE's cluster was being set up: nothing is reported."""
+
 
 def mpe_key_string(key: MpeKey) -> str:
     return "/".join(key)
@@ -99,13 +106,14 @@ class MpeReconciler:
         add = finalizers.addition(mpe, c.FINALIZER_MPE_PROTECTION)
         if add is not None:
             self._patch(mpe, add)
-        problem = self._connect(key, mpe)
-        if problem is None:
-            return Result()  # shutting down: say nothing about the MPE
-        if problem:
-            self._set_status(mpe, ready=False, message=problem)
-            self.events.record(mpe, WARNING, "NotReady", problem)
-            return Result(error=problem)
+        try:
+            problem = self._connect(key, mpe)
+        except _ShuttingDown:
+            return Result()  # say nothing about the MPE
+        if problem is not None:
+            self._set_status(mpe, ready=False, message=str(problem), reason=problem.reason)
+            self.events.record(mpe, WARNING, problem.reason, str(problem))
+            return Result(error=str(problem))
         self._set_status(mpe, ready=True, message="")
         self._release_retired(key)
         # The resync re-reads the kubeconfig Secret (D19) should a Secret event have been missed,
@@ -116,11 +124,12 @@ class MpeReconciler:
         """The cluster client without any write: another replica, or nobody, manages the MPE.
         A deleting MPE keeps its client until it is gone, for the Tasks still using it."""
         deleting = bool(mpe["metadata"].get("deletionTimestamp"))
-        problem = self._connect(key, mpe, keep=deleting)
-        if problem is None:
+        try:
+            problem = self._connect(key, mpe, keep=deleting)
+        except _ShuttingDown:
             return Result()
-        if problem:
-            return Result(error=problem)
+        if problem is not None:
+            return Result(error=str(problem))
         if not deleting:
             self._release_retired(key)
         return Result(requeue_after=DELETION_POLL_SECONDS if deleting else self.resync_seconds)
@@ -140,20 +149,20 @@ class MpeReconciler:
 
         self.registry.release_retired(key, needed)
 
-    def _connect(self, key: MpeKey, mpe: dict[str, Any], *, keep: bool = False) -> str | None:
-        """Set up (or keep, or rebuild) the MPE's cluster: why it is unusable, "" when it is
-        usable, None when the process is shutting down. Re-queues the Tasks using the MPE when
-        it becomes usable (new, rebuilt after a restart, or answering again). ``keep``: see
-        :meth:`taskfsm.controllers.mpe.registry.MpeRegistry.sync`."""
+    def _connect(self, key: MpeKey, mpe: dict[str, Any], *, keep: bool = False) -> MpeError | None:
+        """Set up (or keep, or rebuild) the MPE's cluster: why it is unusable, None when it is
+        usable; raises :class:`_ShuttingDown` when the process is stopping. Re-queues the Tasks
+        using the MPE when it becomes usable (new, rebuilt after a restart, or answering again).
+        ``keep``: see :meth:`taskfsm.controllers.mpe.registry.MpeRegistry.sync`."""
         was_ready = self.registry.get(_ref(key)) is not None and _condition(mpe, "Ready") == "True"
         try:
             cluster = self.registry.sync(mpe, keep=keep)
         except MpeError as exc:
             if self.registry.interrupted:
-                return None
-            return str(exc)
+                raise _ShuttingDown from None
+            return exc
         problem = self.registry.refusal(cluster)
-        if not problem and not was_ready:
+        if problem is None and not was_ready:
             self.on_ready(key)
         return problem
 
@@ -181,26 +190,28 @@ class MpeReconciler:
             # The Tasks need the MPE's client to follow or clean up their Jobs: keep it, or build
             # it when this process has none (a restart after the deletion began; issue 12 item 5).
             message = f"waiting for {len(busy)} Task(s) still using this MediaProcessingEntity"
-            problem = self._connect(key, mpe, keep=True)
-            if problem is None:
+            try:
+                problem = self._connect(key, mpe, keep=True)
+            except _ShuttingDown:
                 return Result()
-            if problem:
+            if problem is not None:
                 message = f"{message}; {problem}"
-            self._set_status(mpe, ready=not problem, message=message)
-            if problem:
+                self._set_status(mpe, ready=False, message=message, reason=problem.reason)
                 return Result(error=message)
+            self._set_status(mpe, ready=True, message=message)
             return Result(requeue_after=DELETION_POLL_SECONDS)
         if self.collect_orphans is not None:
             # Nothing of a Task may stay behind where no client reaches any more: not the
             # children of Tasks that are gone, nor the Jobs finished Tasks keep (docs/operations.md,
             # "Lost Jobs and orphaned children").
-            problem = self._connect(key, mpe, keep=True)
-            if problem is None:
+            try:
+                problem = self._connect(key, mpe, keep=True)
+            except _ShuttingDown:
                 return Result()
             cluster = self.registry.get(_ref(key))
             try:
-                if problem or cluster is None:
-                    raise KubeError(problem or "the cluster's client is not ready")
+                if problem is not None or cluster is None:
+                    raise KubeError(str(problem or "the cluster's client is not ready"))
                 for each in [cluster, *self.registry.retired(key)]:
                     self.collect_orphans(each, tasks)
             except KubeError as exc:
@@ -233,15 +244,17 @@ class MpeReconciler:
         res = BY_KIND[mpe["kind"]]
         self.rest.patch(res, meta.get("namespace"), meta["name"], patch, content_type=JSON_PATCH)
 
-    def _set_status(self, mpe: dict[str, Any], *, ready: bool, message: str) -> None:
+    def _set_status(
+        self, mpe: dict[str, Any], *, ready: bool, message: str, reason: str = READY_REASON
+    ) -> None:
         status = mpe.get("status") or {}
         conditions = [dict(cond) for cond in status.get("conditions") or []]
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        _mark(conditions, "Ready", "True" if ready else "False", now)
+        _mark(conditions, "Ready", "True" if ready else "False", now, reason)
         if ready:
             conditions = [cond for cond in conditions if cond.get("type") != "Failed"]
         else:
-            _mark(conditions, "Failed", "True", now)
+            _mark(conditions, "Failed", "True", now, reason)
         unchanged = conditions == (status.get("conditions") or [])
         if unchanged and (status.get("message") or "") == message:
             return
@@ -258,14 +271,18 @@ class MpeReconciler:
             log.warning("could not update MediaProcessingEntity status", extra={"error": str(exc)})
 
 
-def _mark(conditions: list[dict[str, Any]], type_: str, status: str, now: str) -> None:
-    """§1.10: replace (stamping the time) only when the status changes; append when missing."""
+def _mark(conditions: list[dict[str, Any]], type_: str, status: str, now: str, reason: str) -> None:
+    """§1.10: replace (stamping the time) only when the status changes; append when missing.
+    The reason follows the latest verdict."""
     for cond in conditions:
         if cond.get("type") == type_:
             if cond.get("status") != status:
                 cond.update(status=status, lastTransitionTime=now)
+            cond["reason"] = reason
             return
-    conditions.append({"type": type_, "status": status, "lastTransitionTime": now})
+    conditions.append(
+        {"type": type_, "status": status, "lastTransitionTime": now, "reason": reason}
+    )
 
 
 def _condition(obj: dict[str, Any], type_: str) -> str:

@@ -35,11 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from machines.task.job_status import interpret_job_conditions
 from taskfsm.api import constants as c
 from taskfsm.kube import client as kube_client
+from taskfsm.kube import kubeconfig
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.informer import DELETED, Informer
 from taskfsm.kube.rest import JOBS, SECRETS, Resource, Rest, WatchStream
@@ -60,7 +59,22 @@ PROBE_TIMEOUT = (5.0, 10.0)
 
 
 class MpeError(Exception):
-    """The MPE cannot be used; the message goes to its status and to waiting Tasks."""
+    """The MPE cannot be used; the message goes to its status and to waiting Tasks, the reason
+    to its ``Ready`` condition (docs/api.md, "MediaProcessingEntity conditions")."""
+
+    def __init__(self, message: str, reason: str = "NotReachable") -> None:  # REASON_NOT_REACHABLE
+        super().__init__(message)
+        self.reason = reason
+
+
+#: ``Ready=False`` reasons of an MPE (the ``reason`` of :class:`MpeError`).
+REASON_INVALID_SPEC = "InvalidSpec"
+REASON_NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
+REASON_SECRET_UNAVAILABLE = "KubeconfigSecretUnavailable"
+REASON_KUBECONFIG_INVALID = "KubeconfigInvalid"
+REASON_KUBECONFIG_REFUSED = "KubeconfigRefused"
+REASON_NOT_REACHABLE = "NotReachable"
+REASON_CLUSTER_REFUSED = "ClusterRefused"
 
 
 def key_of(obj: dict[str, Any]) -> MpeKey:
@@ -70,6 +84,15 @@ def key_of(obj: dict[str, Any]) -> MpeKey:
 
 def key_of_ref(ref: dict[str, Any]) -> MpeKey:
     return (ref.get("kind") or "", ref.get("namespace") or "", ref.get("name") or "")
+
+
+def trusts(mpe: MpeKey, task_namespace: str | None) -> bool:
+    """Whether children in the Job namespace of MPE ``mpe`` may belong to Tasks of
+    ``task_namespace`` (see :meth:`MpeCluster.trusts`)."""
+    kind, namespace, _ = mpe
+    if kind == c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY:
+        return bool(task_namespace)
+    return bool(task_namespace) and task_namespace == namespace
 
 
 @dataclass
@@ -85,6 +108,19 @@ class MpeCluster:
     cluster_id: str
     watch_key: tuple[str, str, str] = ("", "", "")
     """(cluster, Job namespace, credentials): MPEs with the same key share one Job watch."""
+
+    def trusts(self, task_namespace: str | None) -> bool:
+        """Whether a Job or Secret here may belong to a Task of ``task_namespace``: any for a
+        ClusterMediaProcessingEntity (the administrator's), only its own namespace's for a
+        namespaced one. The Task labels of a child are written by whoever can write there, so
+        a child naming another namespace's Task is ignored (docs/security.md)."""
+        return trusts(self.key, task_namespace)
+
+    def may_hold_jobs_in(self, namespace: str) -> bool:
+        """Whether a Job of this MPE's Tasks may be in ``namespace``: a namespaced MPE's Jobs in
+        the main cluster are in its own namespace only, whatever a ``status.jobRef`` says."""
+        kind, own, _ = self.key
+        return self.remote or kind == c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY or namespace == own
 
     @property
     def ready(self) -> bool:
@@ -159,6 +195,8 @@ class MpeRegistry:
         informer_options: keyword arguments for every Job and Secret :class:`Informer` (timeouts).
         on_mpe_event: called (on an informer thread) with the key of an MPE whose reconcile is
             due: its kubeconfig Secret changed, or its Job watch failed or recovered.
+        kubeconfig_policy: what the administrator allows in ClusterMediaProcessingEntities'
+            kubeconfigs beyond the allow-list (:mod:`taskfsm.kube.kubeconfig`).
     """
 
     def __init__(
@@ -170,8 +208,10 @@ class MpeRegistry:
         informer_options: dict[str, Any] | None = None,
         sync_timeout: float = 30.0,
         on_mpe_event: Callable[[MpeKey], None] | None = None,
+        kubeconfig_policy: kubeconfig.KubeconfigPolicy = kubeconfig.STRICT,
     ) -> None:
         self.main = main
+        self.kubeconfig_policy = kubeconfig_policy
         self.on_job_event = on_job_event
         self._job_facts: dict[tuple[tuple[str, str, str], str], tuple[Any, ...]] = {}
         """Per Job watch and Job (``namespace/name``) what its Task reads of it, as last
@@ -281,13 +321,13 @@ class MpeRegistry:
             watch = self._secret_watches.get(secret)
         return watch.informer.list() if watch is not None else []
 
-    def refusal(self, cluster: MpeCluster) -> str:
-        """Why ``cluster`` cannot be used although it is set up ("" when its Job watch is
+    def refusal(self, cluster: MpeCluster) -> MpeError | None:
+        """Why ``cluster`` cannot be used although it is set up (None when its Job watch is
         connected): its Job watch is failing. One LIST of its Jobs (at most one item) tells
         whether the cluster refuses the controller's credentials (401/403) or does not answer;
         the message names the HTTP status and the API server's text, never a credential."""
         if cluster.jobs.healthy:
-            return ""
+            return None
         watch_error = cluster.jobs.last_error or "not connected"
         try:
             cluster.rest.request(
@@ -300,12 +340,15 @@ class MpeRegistry:
             )
         except KubeError as exc:
             if exc.status in (401, 403):
-                return (
+                return MpeError(
                     f"MediaProcessingEntity cluster refuses the controller: HTTP {exc.status}: "
-                    f"{exc} (Job watch: {watch_error})"
+                    f"{exc} (Job watch: {watch_error})",
+                    REASON_CLUSTER_REFUSED,
                 )
-            return f"MediaProcessingEntity cluster not reachable: {exc} (Job watch: {watch_error})"
-        return f"MediaProcessingEntity Job watch failing: {watch_error}"
+            return MpeError(
+                f"MediaProcessingEntity cluster not reachable: {exc} (Job watch: {watch_error})"
+            )
+        return MpeError(f"MediaProcessingEntity Job watch failing: {watch_error}")
 
     # -- the MPE reconcile ------------------------------------------------------------------------
 
@@ -445,8 +488,20 @@ class MpeRegistry:
             namespace = (spec.get("local") or {}).get("namespace") or ""
             if not namespace:
                 if cluster_kind:
-                    raise MpeError("local ClusterMediaProcessingEntity has no namespace defined")
+                    raise MpeError(
+                        "local ClusterMediaProcessingEntity has no namespace defined",
+                        REASON_INVALID_SPEC,
+                    )
                 namespace = meta["namespace"]
+            elif not cluster_kind and namespace != meta["namespace"]:
+                # A namespaced MPE is its namespace's tenant's: its Jobs, their Secrets and pods
+                # stay in that namespace (docs/security.md, "Where Jobs run").
+                raise MpeError(
+                    f"spec.local.namespace {namespace!r} is not this MediaProcessingEntity's "
+                    f"namespace: a MediaProcessingEntity runs Jobs in its own namespace only (a "
+                    f"ClusterMediaProcessingEntity may name another)",
+                    REASON_NAMESPACE_NOT_ALLOWED,
+                )
             return (generation, namespace), None, namespace, False, "main"
         if "remote" in spec and "local" not in spec:
             kubeconfig_ref = (spec.get("remote") or {}).get("kubeconfig") or {}
@@ -454,17 +509,19 @@ class MpeRegistry:
             secret_ns = secret_ref.get("namespace") or ""
             if cluster_kind and not secret_ns:
                 raise MpeError(
-                    "remote ClusterMediaProcessingEntity secretRef has no namespace defined"
+                    "remote ClusterMediaProcessingEntity secretRef has no namespace defined",
+                    REASON_INVALID_SPEC,
                 )
             if not cluster_kind:
                 if secret_ns and secret_ns != meta["namespace"]:
                     raise MpeError(
-                        "remote MediaProcessingEntity references secretRef in different namespace"
+                        "remote MediaProcessingEntity references secretRef in different namespace",
+                        REASON_NAMESPACE_NOT_ALLOWED,
                     )
                 secret_ns = meta["namespace"]
             name = secret_ref.get("name") or ""
             if not name:
-                raise MpeError("remote kubeconfig secretRef has no name")
+                raise MpeError("remote kubeconfig secretRef has no name", REASON_INVALID_SPEC)
             key = secret_ref.get("key") or DEFAULT_KUBECONFIG_KEY
             # Watched before it is read, so a Secret created or fixed after this read still
             # re-queues the MPE; an earlier Secret of another name is no longer watched for it.
@@ -472,23 +529,39 @@ class MpeRegistry:
             try:
                 secret = self.main.get(SECRETS, secret_ns, name)
             except KubeError as exc:
-                raise MpeError(f"failed to read kubeconfig Secret: {exc}") from None
+                raise MpeError(
+                    f"failed to read kubeconfig Secret: {exc}", REASON_SECRET_UNAVAILABLE
+                ) from None
             data = (secret.get("data") or {}).get(key)
             if data is None:
-                raise MpeError(f"Secret '{secret_ns}/{name}' has no key '{key}'")
-            try:
-                kubeconfig = yaml.safe_load(base64.b64decode(data))
-                api_client = kube_client.from_kubeconfig_dict(kubeconfig)
-            except Exception as exc:  # malformed YAML or kubeconfig: never echo its content
                 raise MpeError(
-                    f"Secret '{secret_ns}/{name}' key '{key}' is not a usable kubeconfig "
-                    f"({type(exc).__name__})"
+                    f"Secret '{secret_ns}/{name}' has no key '{key}'", REASON_SECRET_UNAVAILABLE
+                )
+            where = f"Secret '{secret_ns}/{name}' key '{key}'"
+            # A tenant's kubeconfig is held to the allow-list; the administrator's opt-ins
+            # apply to ClusterMediaProcessingEntities only (docs/security.md).
+            policy = self.kubeconfig_policy if cluster_kind else kubeconfig.STRICT
+            try:
+                document = kubeconfig.parse(base64.b64decode(data))
+                api_client = kubeconfig.build_client(document, policy)
+            except kubeconfig.KubeconfigRefused as exc:
+                raise MpeError(
+                    f'{where} is refused: {exc} (docs/security.md, "Remote kubeconfigs")',
+                    REASON_KUBECONFIG_REFUSED,
                 ) from None
-            namespace = kube_client.kubeconfig_namespace(kubeconfig)
+            except Exception as exc:  # malformed: never echo its content
+                detail = str(exc) if isinstance(exc, ValueError) else type(exc).__name__
+                raise MpeError(
+                    f"{where} is not a usable kubeconfig: {detail}", REASON_KUBECONFIG_INVALID
+                ) from None
+            namespace = kubeconfig.namespace_of(document)
             version = secret["metadata"].get("resourceVersion")
             fingerprint = (generation, f"{secret_ns}/{name}@{version}")
             return fingerprint, api_client, namespace, True, api_client.configuration.host
-        raise MpeError("MediaProcessingEntity spec must have exactly one of local or remote")
+        raise MpeError(
+            "MediaProcessingEntity spec must have exactly one of local or remote",
+            REASON_INVALID_SPEC,
+        )
 
     def _watch(self, watch_key: tuple[str, str, str], rest: Rest, user: MpeKey) -> _SharedWatch:
         cluster_id, namespace, _ = watch_key
@@ -605,6 +678,11 @@ class MpeRegistry:
         namespace, name = labels.get(c.LABEL_TASK_NAMESPACE), labels.get(c.LABEL_TASK_NAME)
         if not (namespace and name):
             return
+        with self._lock:
+            watch = self._watches.get(watch_key)
+            users = list(watch.users) if watch is not None else []
+        if not any(trusts(user, namespace) for user in users):
+            return  # labelled for a Task its MPEs may not serve: never wakes or touches it
         # A Job's status changes many times while it runs (pods created, ready, counted);
         # its Task reads only whether it exists, which UID, whether it is being deleted or
         # protected, and its outcome. Other changes do not wake the Task (a predicate, as in

@@ -31,6 +31,7 @@ from taskfsm.kube.errors import AlreadyExists, Conflict, NotFound
 from taskfsm.kube.events import WARNING
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, SECRETS
+from taskfsm.kube.transforms import default_transform
 
 if TYPE_CHECKING:
     from taskfsm.api.config import NatsConfiguration
@@ -188,8 +189,9 @@ class TaskEffects(ObservationGuards):
             self.r.remember_task(self.r.rest.get(TASKS, meta["namespace"], meta["name"]))
             raise
         self.r.remember_task(updated)
-        # Keep the working status (the patch reply carries the stored one) and the new metadata.
-        self.s.task["metadata"] = copy.deepcopy(updated["metadata"])
+        # Keep the working status (the patch reply carries the stored one) and the new metadata
+        # (as the cache keeps it: managedFields mirror the spec and may nest as deep).
+        self.s.task["metadata"] = copy.deepcopy(default_transform(updated)["metadata"])
         self.s.metadata_dirty = False
         self.s.metadata_writes += 1
 

@@ -125,6 +125,8 @@ class OrphanCollector:
         """Cached Jobs labelled for ``key`` that are not ``task``'s (cheap: an index lookup)."""
         found = []
         for cluster in self.registry.clusters_with_retired() if clusters is None else clusters:
+            if not cluster.trusts(key.split("/", 1)[0]):
+                continue  # children here never belong to that namespace's Tasks
             informer = cluster.jobs
             informer.index(TASK_INDEX, task_key_of)
             for job in informer.by_index(TASK_INDEX, key):
@@ -161,7 +163,7 @@ class OrphanCollector:
         """
         for task in tasks:
             self._collect_kept_job(cluster, task)
-        keys = {task_key_of(job) for job in cluster.jobs.list()}
+        keys = {_trusted_key(cluster, job) for job in cluster.jobs.list()}
         for key in sorted(k for k in keys if k is not None):
             namespace, name = key.split("/", 1)
             self.collect(key, self.cached_task(namespace, name), [cluster])
@@ -197,7 +199,7 @@ class OrphanCollector:
         for cluster in self.registry.clusters_with_retired() if clusters is None else clusters:
             if not cluster.ready:
                 continue
-            keys = {task_key_of(job) for job in cluster.jobs.list()} - {None}
+            keys = {_trusted_key(cluster, job) for job in cluster.jobs.list()} - {None}
             for key in sorted(k for k in keys if k is not None and self.owns(k)):
                 namespace, name = key.split("/", 1)
                 task = self.cached_task(namespace, name)
@@ -219,7 +221,7 @@ class OrphanCollector:
             SECRETS, cluster.namespace, label_selector=c.LABEL_TASK_NAME, metadata_only=True
         )
         for secret in listed.get("items") or []:
-            key = task_key_of(secret)
+            key = _trusted_key(cluster, secret)
             if key is None or not (every_key or self.owns(key)):
                 continue
             meta = secret.get("metadata") or {}
@@ -289,6 +291,12 @@ class OrphanCollector:
             reason,
             note.format(key=key, kind=res.kind, where=where),
         )
+
+
+def _trusted_key(cluster: MpeCluster, obj: dict[str, Any]) -> str | None:
+    """The Task key ``obj``'s labels name, if a child in ``cluster`` may belong to it."""
+    key = task_key_of(obj)
+    return key if key is not None and cluster.trusts(key.split("/", 1)[0]) else None
 
 
 def _where(cluster: MpeCluster, obj: dict[str, Any]) -> str:

@@ -41,6 +41,7 @@ from taskfsm.controllers.result import (
 )
 from taskfsm.controllers.status_write import patch_status
 from taskfsm.controllers.task.effects import PassState, TaskEffects
+from taskfsm.kube import wire
 from taskfsm.kube.errors import Forbidden, KubeError, NotFound
 from taskfsm.kube.events import NORMAL, WARNING, EventRecorder
 from taskfsm.kube.resources import TASKS, WORKFLOWS
@@ -177,8 +178,8 @@ class TaskReconciler:
             return copy.deepcopy(picked)
         if self.caches.written.deleted(key):
             return None  # seen deleted, nothing since: a new Task of that name is an event away
-        try:
-            return self.rest.get(TASKS, namespace, name)  # not in the cache: ask the source
+        try:  # not in the cache: ask the source (kept as the cache keeps it, cut if too deep)
+            return default_transform(self.rest.get(TASKS, namespace, name))
         except NotFound:
             return None
 
@@ -403,7 +404,7 @@ class TaskReconciler:
         deleting = bool(meta.get("deletionTimestamp"))
         has_finalizer = c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or [])
         phase = status.get("phase") or ""
-        mpe_ref = status.get("mediaProcessingEntityRef")
+        mpe_ref = _own_mpe_ref(task)
         if not mpe_ref and deleting and has_finalizer:
             mpe_ref = self._unrecorded_mpe(task)
             if mpe_ref:  # from now on the deletion knows (and records) where its Job would be
@@ -420,8 +421,11 @@ class TaskReconciler:
         job = None
         # A deleting Task without our finalizer is going anyway: its Job is not looked at.
         if cluster is not None and not (deleting and not has_finalizer):
-            # A Job stays where it was made, even if its MPE now puts new Jobs elsewhere (D19).
+            # A Job stays where it was made, even if its MPE now puts new Jobs elsewhere (D19),
+            # but never outside the namespaces its MPE may use (docs/security.md).
             job_namespace = job_ref.get("namespace") or cluster.namespace
+            if not cluster.may_hold_jobs_in(job_namespace):
+                job_namespace = cluster.namespace
             # An outcome the Job already shows must win over the Workflow's termination
             # (D18b): read it from the source, not from a cache that may lag behind it.
             # So must a deleting Task's past its cleanup bound: a cluster that no longer answers
@@ -453,6 +457,7 @@ class TaskReconciler:
             has_finalizer=has_finalizer,
             workflow=workflow_state,
             workflow_name=workflow_name,
+            input_problem=wire.problem(task),
             owned_by_workflow=workflow is not None and _owned_by(task, workflow),
             mpe_selected=bool(mpe_ref),
             function_selected=bool(status.get("functionRef")),
@@ -570,6 +575,20 @@ def _message(state: PassState, outcome: TaskPassOutcome) -> str:
     if outcome.waiting_quietly:
         return str((state.original.get("status") or {}).get("message") or "")
     return outcome.message
+
+
+def _own_mpe_ref(task: dict[str, Any]) -> dict[str, Any] | None:
+    """``status.mediaProcessingEntityRef``, unless it names a namespaced MPE of another
+    namespace: selection never writes one (a Task uses its own namespace's MPEs or cluster
+    ones), so such a ref was not written by this controller and is not followed."""
+    ref = (task.get("status") or {}).get("mediaProcessingEntityRef")
+    if not ref:
+        return None
+    if ref.get("kind") == c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY:
+        return dict(ref)
+    if (ref.get("namespace") or "") != task["metadata"]["namespace"]:
+        return None
+    return dict(ref)
 
 
 def _ready(task: dict[str, Any]) -> dict[str, Any]:

@@ -70,6 +70,10 @@ def _mpe_of(task: dict[str, Any]) -> str | None:
     ref = (task.get("status") or {}).get("mediaProcessingEntityRef") or {}
     if not ref.get("name"):
         return None
+    if ref.get("kind") != c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY and ref.get("namespace") != (
+        task.get("metadata") or {}
+    ).get("namespace"):
+        return None  # not one selection writes: it holds no other namespace's MPE back
     return mpe_ref_key(ref.get("kind") or "", ref.get("namespace") or "", ref["name"])
 
 

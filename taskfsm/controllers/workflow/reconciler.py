@@ -73,9 +73,17 @@ FATAL_FAILURES: Final = "workflow-fatal-failures"
 
 
 def _labelled_workflow(task: dict[str, Any]) -> str | None:
-    labels = (task.get("metadata") or {}).get("labels") or {}
+    """The Workflow the two workflow labels name, if it is in the Task's own namespace.
+
+    Labels are the Task author's to write: a label naming another namespace's Workflow would
+    count (and with FailWorkflow, fail) a Workflow its author may not touch, so it is ignored
+    (docs/security.md, "References stay in their namespace")."""
+    meta = task.get("metadata") or {}
+    labels = meta.get("labels") or {}
     namespace, name = labels.get(c.LABEL_WORKFLOW_NAMESPACE), labels.get(c.LABEL_WORKFLOW_NAME)
-    return workflow_key(namespace, name) if namespace and name else None
+    if not (namespace and name) or namespace != meta.get("namespace"):
+        return None
+    return workflow_key(namespace, name)
 
 
 def _workflow_and_outcome(task: dict[str, Any]) -> str | None:
@@ -123,13 +131,12 @@ def workflow_labels(namespace: str, name: str) -> dict[str, str]:
 
 
 def task_workflow_key(task: dict[str, Any]) -> str | None:
-    """The Workflow a Task belongs to: by its labels, else by ``spec.workflowRef.name``."""
+    """The Workflow a Task belongs to: by its labels (in its own namespace only), else by
+    ``spec.workflowRef.name``."""
     meta = task.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    name = labels.get(c.LABEL_WORKFLOW_NAME)
-    namespace = labels.get(c.LABEL_WORKFLOW_NAMESPACE)
-    if name and namespace:
-        return workflow_key(namespace, name)
+    labelled = _labelled_workflow(task)
+    if labelled is not None:
+        return labelled
     ref = ((task.get("spec") or {}).get("workflowRef") or {}).get("name")
     if ref and meta.get("namespace"):
         return workflow_key(meta["namespace"], ref)
