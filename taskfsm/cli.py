@@ -74,13 +74,17 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
     traceback to stderr (:mod:`faulthandler`).
     """
     from taskfsm.api.config import WorkflowManagerConfiguration
+    from taskfsm.api.errors import InvalidObjectError
     from taskfsm.kube.kubeconfig import KubeconfigPolicy
     from taskfsm.manager import logs
     from taskfsm.manager.controller import Controller, Settings
 
     faulthandler.enable()
     logs.configure(level=args.log_level, json=args.log_format == "json")
-    config = WorkflowManagerConfiguration.load(args.config) if args.config else None
+    try:
+        config = WorkflowManagerConfiguration.load(args.config) if args.config else None
+    except (OSError, InvalidObjectError) as exc:  # one line, never the file's content
+        raise SystemExit(f"taskfsm: --config: {exc}") from None
     if not (
         args.leader_election_lease_duration
         > args.leader_election_renew_deadline
@@ -127,6 +131,8 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         api_error_max_backoff=args.api_error_max_backoff,
         buckets=args.buckets,
         controllers=controllers,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir or None,
         kubeconfig_policy=KubeconfigPolicy(
             allow_exec=args.allow_kubeconfig_exec,
             allow_insecure=args.allow_kubeconfig_insecure,
@@ -371,6 +377,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="task,workflow,mpe",
         help="comma-separated controllers to run: task, workflow, mpe (the MediaProcessingEntity "
         "status controller); default all",
+    )
+    run.add_argument(
+        "--metrics-secure",
+        action="store_true",
+        help="serve /metrics over HTTPS to callers whose bearer token the API server "
+        "authenticates (TokenReview) and allows to get /metrics (SubjectAccessReview), as "
+        "controller-runtime does; e.g. with --metrics-bind-address=:8443",
+    )
+    run.add_argument(
+        "--metrics-cert-dir",
+        help="directory with tls.crt and tls.key for --metrics-secure (reloaded when they change); "
+        "default: a self-signed certificate made at start",
     )
     run.add_argument(
         "--allow-kubeconfig-exec",

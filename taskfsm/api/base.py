@@ -49,6 +49,9 @@ class K8sModel(BaseModel):
         serialize_by_alias=True,
         validate_assignment=True,
         use_attribute_docstrings=True,
+        # A validation error's text never quotes the value (a password, a Secret's data): it may
+        # reach a log, an Event or a status message (docs/security.md, "No secret in any output").
+        hide_input_in_errors=True,
     )
 
     @model_serializer(mode="wrap")

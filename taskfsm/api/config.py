@@ -126,7 +126,8 @@ class WorkflowManagerConfiguration(K8sModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             what = f"{KIND_WORKFLOW_MANAGER_CONFIGURATION} {source}".rstrip()
-            raise InvalidObjectError(what, describe_validation_error(exc)) from exc
+            # ``from None``: pydantic's own error text is not chained into tracebacks.
+            raise InvalidObjectError(what, describe_validation_error(exc)) from None
 
     @classmethod
     def load(cls, path: str | Path) -> Self:

@@ -21,8 +21,8 @@ ClusterMediaProcessingEntities only, which the administrator writes.
 :func:`build_client` then builds the client itself instead of through the loader: the loader
 writes inline certificates and keys to temporary files that live as long as the process. Here the
 CA goes to the TLS context as data, and a client certificate and key are loaded into the context
-from an anonymous in-memory file (``memfd``) closed at once, so nothing of a tenant's credentials
-is left on disk. The module is ours because no library offers a filtered kubeconfig loader.
+from memory (:mod:`taskfsm.kube.pem`), so nothing of a tenant's credentials is left on disk. The
+module is ours because no library offers a filtered kubeconfig loader.
 
 Parsing is bounded too (:func:`parse`): YAML aliases are refused (an alias bomb expands
 exponentially when walked) and so is nesting deeper than :data:`MAX_DEPTH`.
@@ -31,11 +31,8 @@ exponentially when walked) and so is nesting deeper than :data:`MAX_DEPTH`.
 from __future__ import annotations
 
 import base64
-import contextlib
-import os
 import ssl
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,6 +40,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from taskfsm.kube.client import ApiClient, Configuration, configured, from_kubeconfig_dict
+from taskfsm.kube.pem import load_cert_chain
 
 MAX_DEPTH = 16
 """Deepest nesting a kubeconfig may have (a real one nests 4 levels; extensions a few more)."""
@@ -308,8 +306,7 @@ def _tls_context(target: _Target) -> ssl.SSLContext:
         raise ValueError("client-certificate-data and client-key-data go together")
     if target.cert_data is not None and target.key_data is not None:
         try:
-            with _memory_file(target.cert_data) as cert, _memory_file(target.key_data) as key:
-                context.load_cert_chain(cert, key, password=_no_password)
+            load_cert_chain(context, target.cert_data, target.key_data, password=_no_password)
         except (ssl.SSLError, OSError):
             raise ValueError(
                 "client-certificate-data/client-key-data: not a PEM certificate and key"
@@ -320,28 +317,6 @@ def _tls_context(target: _Target) -> ssl.SSLContext:
 def _no_password() -> str:
     """An encrypted client key would ask for a password on the terminal: refuse it instead."""
     raise ValueError("client-key-data: encrypted keys are not supported")
-
-
-@contextlib.contextmanager
-def _memory_file(data: bytes) -> Iterator[str]:
-    """A path that reads ``data`` for as long as the block runs; nothing stays on disk.
-
-    Linux's ``memfd_create`` gives an anonymous file reachable as ``/proc/self/fd/N``; elsewhere a
-    private temporary file is removed when the block ends.
-    """
-    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
-        fd = os.memfd_create("kubeconfig", os.MFD_CLOEXEC)
-        try:
-            os.write(fd, data)
-            yield f"/proc/self/fd/{fd}"
-        finally:
-            os.close(fd)
-        return
-    with tempfile.TemporaryDirectory(prefix="taskfsm-") as tmp:  # pragma: no cover (non-Linux)
-        path = os.path.join(tmp, "pem")
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
-            out.write(data)
-        yield path
 
 
 def namespace_of(doc: Mapping[str, Any], context: str | None = None) -> str:

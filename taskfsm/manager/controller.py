@@ -57,9 +57,11 @@ from taskfsm.kube.leader import LeaderElector
 from taskfsm.kube.rest import Rest
 from taskfsm.manager import logs
 from taskfsm.manager.metrics import CONTROLLER, Metrics
+from taskfsm.manager.metrics_auth import MetricsAuthorizer
 from taskfsm.manager.ownership import MPE_BUCKET, Ownership
 from taskfsm.manager.queue import QueueMetrics, ShutDown, WorkQueue
 from taskfsm.manager.server import EndpointServer
+from taskfsm.manager.serving_cert import ServingCertificate
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,11 @@ class Settings:
     without leader election) does everything. Above 1 needs ``leader_election``."""
     controllers: frozenset[str] = frozenset(CONTROLLERS)
     """Which of :data:`CONTROLLERS` run."""
+    metrics_secure: bool = False
+    """Serve ``/metrics`` over HTTPS to callers the API server authenticates and authorizes
+    (:mod:`taskfsm.manager.metrics_auth`)."""
+    metrics_cert_dir: str | None = None
+    """``tls.crt`` and ``tls.key`` for the secure metrics endpoint; None: self-signed."""
     kubeconfig_policy: KubeconfigPolicy = STRICT_KUBECONFIGS
     """What ClusterMediaProcessingEntities' kubeconfigs may hold beyond the allow-list of
     :mod:`taskfsm.kube.kubeconfig` (a namespaced MPE's never may: docs/security.md)."""
@@ -188,6 +195,7 @@ class Controller:
             # kubeconfig Secret changed, Job watch failed or recovered: reconcile that MPE now
             on_mpe_event=lambda key: self.mpe_queue.add(mpe_key_string(key)),
             kubeconfig_policy=self.settings.kubeconfig_policy,
+            watch_namespace=self.settings.namespace,
         )
         self.waiters = MpeWaiters(self._add_task)
         self.orphans = OrphanCollector(
@@ -258,14 +266,21 @@ class Controller:
         """
         s = self.settings
         self.caches.start()
-        for address, registry, ready in (
-            (s.metrics_address, self.metrics.registry, None),
-            (s.health_address, None, self.readiness),
-        ):
-            if address:
-                self._servers.append(
-                    EndpointServer(address, registry=registry, ready=ready).start()
-                )
+        if s.metrics_address:
+            secure = s.metrics_secure
+            self._servers.append(
+                EndpointServer(
+                    s.metrics_address,
+                    registry=self.metrics.registry,
+                    ready=None,
+                    tls=ServingCertificate(s.metrics_cert_dir) if secure else None,
+                    authorize=MetricsAuthorizer(self.rest) if secure else None,
+                ).start()
+            )
+        if s.health_address:
+            self._servers.append(
+                EndpointServer(s.health_address, registry=None, ready=self.readiness).start()
+            )
         deadline = time.monotonic() + s.cache_sync_timeout
         while not self.caches.synced():
             if self._stop_requested.is_set():

@@ -77,7 +77,8 @@ def _rules_yaml(rules: tuple[rbac.Rule, ...]) -> str:
 
 def chart_rbac() -> str:
     """The chart's templates/rbac.yaml: the objects of :func:`taskfsm.tools.rbac.manifests` named
-    after the release, with the same rules."""
+    after the release, with the same rules; with ``watchNamespace`` the namespaced rules are a
+    Role in that namespace and only the cluster-scoped kinds' rules a ClusterRole."""
     name = '{{ include "taskfsm.fullname" . }}-controller'
     account = '{{ include "taskfsm.serviceAccountName" . }}'
     labels = '    {{- include "taskfsm.labels" . | nindent 4 }}\n'
@@ -85,44 +86,56 @@ def chart_rbac() -> str:
         f"subjects:\n- kind: ServiceAccount\n  name: {account}\n"
         "  namespace: {{ .Release.Namespace }}\n"
     )
+    release_ns = "{{ .Release.Namespace }}"
+    watch_ns = "{{ .Values.watchNamespace }}"
 
-    def meta(object_name: str, namespaced: bool) -> str:
-        namespace = "  namespace: {{ .Release.Namespace }}\n" if namespaced else ""
-        return f"metadata:\n  name: {object_name}\n{namespace}  labels:\n{labels}"
-
-    def role_ref(kind: str, object_name: str) -> str:
+    def obj(kind: str, object_name: str, namespace: str | None = None) -> str:
+        where = f"  namespace: {namespace}\n" if namespace else ""
         return (
-            f"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {kind}\n"
-            f"  name: {object_name}\n"
+            f"---\napiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\n"
+            f"metadata:\n  name: {object_name}\n{where}  labels:\n{labels}"
+        )
+
+    def role(kind: str, object_name: str, rules: str, namespace: str | None = None) -> str:
+        return obj(kind, object_name, namespace) + "rules:\n" + rules
+
+    def binding(kind: str, object_name: str, role_kind: str, namespace: str | None = None) -> str:
+        return (
+            obj(kind, object_name, namespace)
+            + f"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {role_kind}\n"
+            f"  name: {object_name}\n" + subjects
         )
 
     header = rbac.comments().replace(
         "from taskfsm/tools/rbac.py", "from taskfsm/tools/rbac.py (the rules of deploy/rbac.yaml)"
     )
     election = f"{name}-leader-election"
+    metrics_auth = f"{name}-metrics-auth"
+    account_meta = f"metadata:\n  name: {account}\n  namespace: {release_ns}\n  labels:\n{labels}"
     return (
         header
         + "{{- if .Values.serviceAccount.create }}\n---\napiVersion: v1\nkind: ServiceAccount\n"
-        + meta(account, True)
+        + account_meta
         + "  {{- with .Values.serviceAccount.annotations }}\n  annotations:\n"
         "    {{- toYaml . | nindent 4 }}\n  {{- end }}\n{{- end }}\n"
         "{{- if .Values.rbac.create }}\n"
-        "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
-        + meta(name, False)
-        + "rules:\n"
-        + _rules_yaml(rbac.RULES)
-        + "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
-        + meta(name, False)
-        + role_ref("ClusterRole", name)
-        + subjects
-        + "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
-        + meta(election, True)
-        + "rules:\n"
-        + _rules_yaml(rbac.LEASE_RULES)
-        + "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n"
-        + meta(election, True)
-        + role_ref("Role", election)
-        + subjects
+        "{{- if .Values.watchNamespace }}\n"
+        + role("Role", name, _rules_yaml(rbac.NAMESPACED_RULES), watch_ns)
+        + binding("RoleBinding", name, "Role", watch_ns)
+        + role("ClusterRole", name, _rules_yaml(rbac.CLUSTER_RULES))
+        + "{{- else }}\n"
+        + role("ClusterRole", name, _rules_yaml(rbac.RULES))
+        + "{{- end }}\n"
+        + binding("ClusterRoleBinding", name, "ClusterRole")
+        + role("ClusterRole", metrics_auth, _rules_yaml(rbac.METRICS_AUTH_RULES))
+        + binding("ClusterRoleBinding", metrics_auth, "ClusterRole")
+        + role("Role", election, _rules_yaml(rbac.LEASE_RULES), release_ns)
+        + binding("RoleBinding", election, "Role", release_ns)
+        + role(
+            "ClusterRole",
+            f"{name}-metrics-reader",
+            yaml.safe_dump([dict(r) for r in rbac.METRICS_READER_RULES], sort_keys=False),
+        )
         + "{{- end }}\n"
     )
 

@@ -36,7 +36,7 @@ class Rule:
         }
 
 
-RULES: tuple[Rule, ...] = (
+NAMESPACED_RULES: tuple[Rule, ...] = (
     Rule(
         (c.GROUP,),
         ("tasks",),
@@ -59,26 +59,19 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         (c.GROUP,),
-        (
-            "functions",
-            "clusterfunctions",
-            "tasktemplates",
-            "clustertasktemplates",
-            "medialocations",
-            "clustermedialocations",
-        ),
+        ("functions", "tasktemplates", "medialocations"),
         ("list", "watch"),
         "selection, Job template and helper data, from caches",
     ),
     Rule(
         (c.GROUP,),
-        ("mediaprocessingentities", "clustermediaprocessingentities"),
+        ("mediaprocessingentities",),
         ("list", "watch", "patch"),
         "MediaProcessingEntity cache and the mpe-protection finalizer",
     ),
     Rule(
         (c.GROUP,),
-        ("mediaprocessingentities/status", "clustermediaprocessingentities/status"),
+        ("mediaprocessingentities/status",),
         ("patch",),
         "MediaProcessingEntity Ready/Failed conditions",
     ),
@@ -107,72 +100,139 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(("events.k8s.io",), ("events",), ("create",), "an Event per phase change and error"),
 )
-"""ClusterRole rules: Tasks and local MediaProcessingEntities may be in any namespace."""
+"""Rules on namespaced objects: a ClusterRole by default (Tasks and local MediaProcessingEntities
+may be in any namespace); with the chart's ``watchNamespace``, a Role in that namespace only."""
+
+CLUSTER_RULES: tuple[Rule, ...] = (
+    Rule(
+        (c.GROUP,),
+        ("clusterfunctions", "clustertasktemplates", "clustermedialocations"),
+        ("list", "watch"),
+        "the cluster-scoped kinds of selection, Job template and helper data, from caches",
+    ),
+    Rule(
+        (c.GROUP,),
+        ("clustermediaprocessingentities",),
+        ("list", "watch", "patch"),
+        "ClusterMediaProcessingEntity cache and the mpe-protection finalizer",
+    ),
+    Rule(
+        (c.GROUP,),
+        ("clustermediaprocessingentities/status",),
+        ("patch",),
+        "ClusterMediaProcessingEntity Ready/Failed conditions",
+    ),
+)
+"""Rules on cluster-scoped objects: always a ClusterRole."""
+
+RULES: tuple[Rule, ...] = NAMESPACED_RULES + CLUSTER_RULES
+"""Everything the controller needs cluster-wide (deploy/rbac.yaml's ClusterRole)."""
+
+METRICS_AUTH_RULES: tuple[Rule, ...] = (
+    Rule(
+        ("authentication.k8s.io",),
+        ("tokenreviews",),
+        ("create",),
+        "--metrics-secure: who is the caller of /metrics (TokenReview)",
+    ),
+    Rule(
+        ("authorization.k8s.io",),
+        ("subjectaccessreviews",),
+        ("create",),
+        "--metrics-secure: may the caller get /metrics (SubjectAccessReview)",
+    ),
+)
+"""Only used with ``taskfsm run --metrics-secure``; a ClusterRole of its own."""
 
 LEASE_RULES: tuple[Rule, ...] = (
     Rule(
         ("coordination.k8s.io",),
         ("leases",),
-        ("get", "create", "update"),
-        "leader election: read, take, renew and release on shutdown (update)",
+        ("get", "list", "create", "update", "delete"),
+        "leader election: read, take, renew and release on shutdown (update); with --buckets "
+        "above 1 also the membership Leases: the coordinator lists the namespace's Leases each "
+        "round and deletes expired members' and its own on shutdown",
     ),
 )
 """Role rules in the controller's own namespace."""
 
+METRICS_READER_RULES: tuple[dict[str, Any], ...] = (
+    {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+)
+"""The ClusterRole ``taskfsm-metrics-reader``, for whoever scrapes a --metrics-secure endpoint
+(bind it to Prometheus' ServiceAccount)."""
 
-def manifests(namespace: str = NAMESPACE) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole + binding, and the leader-election Role + binding."""
-    labels = {"app.kubernetes.io/name": "taskfsm", "app.kubernetes.io/component": "controller"}
+
+LABELS = {"app.kubernetes.io/name": "taskfsm", "app.kubernetes.io/component": "controller"}
+RBAC_API = "rbac.authorization.k8s.io/v1"
+
+
+def _role(
+    kind: str, name: str, rules: list[dict[str, Any]], namespace: str | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(LABELS)
+    return {"apiVersion": RBAC_API, "kind": kind, "metadata": meta, "rules": rules}
+
+
+def _binding(
+    kind: str,
+    name: str,
+    role_kind: str,
+    subject: list[dict[str, str]],
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(LABELS)
+    return {
+        "apiVersion": RBAC_API,
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": subject,
+    }
+
+
+def manifests(
+    namespace: str = NAMESPACE, *, watch_namespace: str | None = None, name: str = NAME
+) -> list[dict[str, Any]]:
+    """ServiceAccount; the controller's rules (a ClusterRole, or with ``watch_namespace`` a Role
+    there plus a ClusterRole for the cluster-scoped kinds); the metrics-auth ClusterRole; the
+    leader-election Role; their bindings; and the ``<name>-metrics-reader`` ClusterRole."""
     subject = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]
-    return [
+    docs: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels},
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": NAME, "labels": labels},
-            "rules": [r.policy_rule() for r in RULES],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": NAME, "labels": labels},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": NAME,
-            },
-            "subjects": subject,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {
-                "name": f"{NAME}-leader-election",
-                "namespace": namespace,
-                "labels": labels,
-            },
-            "rules": [r.policy_rule() for r in LEASE_RULES],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {
-                "name": f"{NAME}-leader-election",
-                "namespace": namespace,
-                "labels": labels,
-            },
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": f"{NAME}-leader-election",
-            },
-            "subjects": subject,
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": dict(LABELS)},
         },
     ]
+    if watch_namespace:
+        docs += [
+            _role("Role", name, [r.policy_rule() for r in NAMESPACED_RULES], watch_namespace),
+            _binding("RoleBinding", name, "Role", subject, watch_namespace),
+            _role("ClusterRole", name, [r.policy_rule() for r in CLUSTER_RULES]),
+            _binding("ClusterRoleBinding", name, "ClusterRole", subject),
+        ]
+    else:
+        docs += [
+            _role("ClusterRole", name, [r.policy_rule() for r in RULES]),
+            _binding("ClusterRoleBinding", name, "ClusterRole", subject),
+        ]
+    metrics_auth = f"{name}-metrics-auth"
+    election = f"{name}-leader-election"
+    docs += [
+        _role("ClusterRole", metrics_auth, [r.policy_rule() for r in METRICS_AUTH_RULES]),
+        _binding("ClusterRoleBinding", metrics_auth, "ClusterRole", subject),
+        _role("Role", election, [r.policy_rule() for r in LEASE_RULES], namespace),
+        _binding("RoleBinding", election, "Role", subject, namespace),
+        _role("ClusterRole", f"{name}-metrics-reader", [dict(r) for r in METRICS_READER_RULES]),
+    ]
+    return docs
 
 
 def comments() -> str:
@@ -182,6 +242,9 @@ def comments() -> str:
         "do not edit.",
         "#",
     ]
-    for rule in (*RULES, *LEASE_RULES):
+    for rule in (*RULES, *METRICS_AUTH_RULES, *LEASE_RULES):
         lines.append(f"# {','.join(rule.resources)} [{','.join(rule.verbs)}]: {rule.why}")
+    lines.append(
+        "# metrics-reader: get /metrics (bind it to whoever scrapes a --metrics-secure endpoint)"
+    )
     return "\n".join(lines) + "\n"

@@ -197,6 +197,8 @@ class MpeRegistry:
             due: its kubeconfig Secret changed, or its Job watch failed or recovered.
         kubeconfig_policy: what the administrator allows in ClusterMediaProcessingEntities'
             kubeconfigs beyond the allow-list (:mod:`taskfsm.kube.kubeconfig`).
+        watch_namespace: ``taskfsm run --namespace``: the one namespace the controller may use
+            in the main cluster (its RBAC may be a Role there only); None: all.
     """
 
     def __init__(
@@ -209,9 +211,11 @@ class MpeRegistry:
         sync_timeout: float = 30.0,
         on_mpe_event: Callable[[MpeKey], None] | None = None,
         kubeconfig_policy: kubeconfig.KubeconfigPolicy = kubeconfig.STRICT,
+        watch_namespace: str | None = None,
     ) -> None:
         self.main = main
         self.kubeconfig_policy = kubeconfig_policy
+        self.watch_namespace = watch_namespace
         self.on_job_event = on_job_event
         self._job_facts: dict[tuple[tuple[str, str, str], str], tuple[Any, ...]] = {}
         """Per Job watch and Job (``namespace/name``) what its Task reads of it, as last
@@ -502,6 +506,7 @@ class MpeRegistry:
                     f"ClusterMediaProcessingEntity may name another)",
                     REASON_NAMESPACE_NOT_ALLOWED,
                 )
+            self._require_watched(namespace, "spec.local.namespace")
             return (generation, namespace), None, namespace, False, "main"
         if "remote" in spec and "local" not in spec:
             kubeconfig_ref = (spec.get("remote") or {}).get("kubeconfig") or {}
@@ -522,6 +527,7 @@ class MpeRegistry:
             name = secret_ref.get("name") or ""
             if not name:
                 raise MpeError("remote kubeconfig secretRef has no name", REASON_INVALID_SPEC)
+            self._require_watched(secret_ns, "the kubeconfig secretRef's namespace")
             key = secret_ref.get("key") or DEFAULT_KUBECONFIG_KEY
             # Watched before it is read, so a Secret created or fixed after this read still
             # re-queues the MPE; an earlier Secret of another name is no longer watched for it.
@@ -562,6 +568,15 @@ class MpeRegistry:
             "MediaProcessingEntity spec must have exactly one of local or remote",
             REASON_INVALID_SPEC,
         )
+
+    def _require_watched(self, namespace: str, what: str) -> None:
+        """Refuse a namespace of the main cluster outside ``--namespace`` (when set)."""
+        if self.watch_namespace and namespace != self.watch_namespace:
+            raise MpeError(
+                f"{what} {namespace!r} is outside the namespace this controller works in "
+                f"({self.watch_namespace!r}, taskfsm run --namespace)",
+                REASON_NAMESPACE_NOT_ALLOWED,
+            )
 
     def _watch(self, watch_key: tuple[str, str, str], rest: Rest, user: MpeKey) -> _SharedWatch:
         cluster_id, namespace, _ = watch_key
