@@ -20,6 +20,7 @@ from taskfsm.manager.metrics import Metrics
 from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.testing.crds import install_crds
 from taskfsm.testing.kubelet import SimulatedKubelet
+from tests.support import identity
 from tests.support.cluster import Cluster
 from tests.support.process import ControllerProcess
 
@@ -50,21 +51,62 @@ def cluster(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Cl
 
 
 @pytest.fixture
+def installed_kubeconfig(
+    api_client: client.ApiClient,
+    control_plane: ControlPlane,
+    namespace: str,
+    crds: list[str],
+    tmp_path: Path,
+) -> Iterator[Callable[[str | None], Path]]:
+    """The kubeconfig of the controller as installed (:mod:`tests.support.identity`): the
+    generated RBAC for a controller whose Leases are in the given namespace (default: the
+    test's)."""
+    installed: dict[str, Path] = {}
+
+    def kubeconfig(lease_namespace: str | None = None) -> Path:
+        where = lease_namespace or namespace
+        if where not in installed:
+            installed[where] = identity.install_controller(
+                api_client, control_plane, where, tmp_path
+            )
+        return installed[where]
+
+    yield kubeconfig
+    for where in installed:
+        identity.uninstall(api_client, where)
+
+
+@pytest.fixture
+def installed_token(installed_kubeconfig: Callable[[str | None], Path]) -> Callable[..., str]:
+    """The bearer token of the installed controller (for kubeconfigs that reach the API server
+    through a test proxy), with its Leases in the given namespace (default: the test's)."""
+
+    def token(lease_namespace: str | None = None) -> str:
+        return identity.token_of(installed_kubeconfig(lease_namespace))
+
+    return token
+
+
+@pytest.fixture
 def start_controller(
     control_plane: ControlPlane,
     namespace: str,
     crds: list[str],
     tmp_path: Path,
     request: pytest.FixtureRequest,
+    installed_kubeconfig: Callable[[str | None], Path],
 ) -> Iterator[Callable[..., ControllerProcess]]:
     """Start ``taskfsm run`` processes (default: the main cluster, the test's namespace, no
-    leader election, fast watches); all are stopped after the test, and their log tails are
-    printed when it failed."""
+    leader election, fast watches) as the installed controller: a token bound to exactly the
+    generated RBAC, with its Leases in ``lease_namespace`` (default the test's namespace); all
+    are stopped after the test, and their log tails are printed when it failed."""
     started: list[ControllerProcess] = []
 
     def start(
         *, wait_ready: bool = True, kubeconfig: str | Path | None = None, **options: Any
     ) -> ControllerProcess:
+        if kubeconfig is None:
+            kubeconfig = installed_kubeconfig(options.get("lease_namespace"))
         options.setdefault("namespace", namespace)
         options.setdefault("name", f"taskfsm-{len(started)}")
         args = list(options.pop("args", ()))
@@ -72,9 +114,7 @@ def start_controller(
             args += ["--watch-timeout=20", "--watch-read-margin=5"]
         if not any(a.startswith("--shutdown-timeout") for a in args):
             args += ["--shutdown-timeout=10"]
-        proc = ControllerProcess(
-            kubeconfig or control_plane.kubeconfig, log_dir=tmp_path, args=args, **options
-        )
+        proc = ControllerProcess(kubeconfig, log_dir=tmp_path, args=args, **options)
         started.append(proc)
         return proc.start(wait_ready=wait_ready)
 

@@ -109,7 +109,7 @@ def test_three_replicas_share_twelve_buckets_and_each_task_is_reconciled_by_its_
     reconciled by the replica holding its bucket, and no bucket was ever held by two."""
     setup_objects(cluster)
     procs = start_replicas(
-        control_plane.kubeconfig,
+        None,  # the installed controller (start_controller)
         3,
         buckets=12,
         lease_namespace=namespace,
@@ -145,7 +145,7 @@ def test_a_replica_holding_no_bucket_is_ready_and_reconciles_nothing(
     succeed without it reconciling any."""
     setup_objects(cluster)
     procs = start_replicas(
-        control_plane.kubeconfig,
+        None,  # the installed controller (start_controller)
         3,
         buckets=2,
         lease_namespace=namespace,
@@ -174,7 +174,7 @@ def test_sigkill_moves_buckets_within_the_lease_and_sigterm_releases_them_at_onc
     could expire (the lease duration). No Job keeps job-protection, every Task deleted goes."""
     setup_objects(cluster)
     procs = start_replicas(
-        control_plane.kubeconfig,
+        None,  # the installed controller (start_controller)
         3,
         buckets=12,
         lease_namespace=namespace,
@@ -242,7 +242,7 @@ def test_scaling_one_to_three_to_one_during_a_run_rebalances_and_loses_nothing(
     two replicas or worked on by one not holding it."""
     setup_objects(cluster)
     [first] = start_replicas(
-        control_plane.kubeconfig,
+        None,  # the installed controller (start_controller)
         1,
         buckets=12,
         lease_namespace=namespace,
@@ -262,7 +262,7 @@ def test_scaling_one_to_three_to_one_during_a_run_rebalances_and_loses_nothing(
     creator = threading.Thread(target=trickle)
     creator.start()
     more = start_replicas(
-        control_plane.kubeconfig,
+        None,  # the installed controller (start_controller)
         2,
         buckets=12,
         lease_namespace=namespace,
@@ -300,7 +300,7 @@ def task_of(request: Request) -> str | None:
 
 
 def test_a_replica_cut_off_stops_writing_its_buckets_before_another_takes_them(
-    cluster, kubelet, start_controller, control_plane, namespace, tmp_path
+    cluster, kubelet, start_controller, control_plane, namespace, tmp_path, installed_token
 ):
     """Replica a reaches the API server through a request-logging proxy and a TCP proxy that is
     stalled (open connections and new ones go silent) while a burst of Tasks runs; b through a
@@ -316,7 +316,7 @@ def test_a_replica_cut_off_stops_writing_its_buckets_before_another_takes_them(
         HttpApiProxy(control_plane.server, control_plane.ca_file) as pb,
     ):
         paths = [
-            write_kubeconfig(tmp_path / f"{n}.kubeconfig", p.kubeconfig(control_plane.token))
+            write_kubeconfig(tmp_path / f"{n}.kubeconfig", p.kubeconfig(installed_token()))
             for n, p in (("a", pa), ("b", pb))
         ]
         [a] = start_replicas(

@@ -37,7 +37,7 @@ def _mount_options(pid: int, mount_point: str) -> set[str]:
 
 @pytest.mark.timeout(900)  # a cold build of the root filesystem (scripts/setup.sh makes it warm)
 def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
-    control_plane, cluster, kubelet, namespace, tmp_path
+    control_plane, cluster, kubelet, namespace, tmp_path, installed_kubeconfig
 ):
     """The image's entry point, started from the image filesystem as uid/gid 65532 with the root
     filesystem read-only (only /tmp writable, as the Deployment's emptyDir) and the kubeconfig and
@@ -50,7 +50,7 @@ def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
 
     etc = tmp_path / "etc-taskfsm"
     etc.mkdir(mode=0o755)
-    shutil.copyfile(control_plane.kubeconfig, etc / "kubeconfig")
+    shutil.copyfile(installed_kubeconfig(), etc / "kubeconfig")  # the installed identity
     (etc / "config.yaml").write_text(_config_map_data())
     for path in (etc / "kubeconfig", etc / "config.yaml"):
         path.chmod(0o644)  # readable by the image's user

@@ -98,12 +98,13 @@ def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(
 
 
 def test_leader_cut_off_from_the_api_server_gives_up_and_exits(
-    cluster, start_controller, control_plane, namespace, tmp_path
+    cluster, start_controller, control_plane, namespace, tmp_path, installed_token
 ):
     """A leader that cannot renew the Lease within the renew deadline stops and exits 1."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
+        kubeconfig["users"][0]["user"] = {"token": installed_token()}
         path = write_kubeconfig(tmp_path / "via-proxy.kubeconfig", kubeconfig)
         a = start_controller(
             kubeconfig=path,

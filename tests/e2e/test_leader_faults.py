@@ -126,14 +126,14 @@ def start_pair(
 
 
 def test_slow_api_server_keeps_one_leader_and_every_task_gets_its_job(
-    cluster, kubelet, start_controller, control_plane, namespace, tmp_path
+    cluster, kubelet, start_controller, control_plane, namespace, tmp_path, installed_token
 ):
     """Item 6: behind a proxy that holds every answer back 5 s, one of two replicas acquires the
     Lease (each Lease request may take the lease duration), keeps it (renewals fit the renew
     deadline), the other never takes it, neither exits, and every Task gets its Job and succeeds."""
     setup_objects(cluster)
     with HttpApiProxy(control_plane.server, control_plane.ca_file, delay=5.0) as proxy:
-        path = write_kubeconfig(tmp_path / "slow.kubeconfig", proxy.kubeconfig(control_plane.token))
+        path = write_kubeconfig(tmp_path / "slow.kubeconfig", proxy.kubeconfig(installed_token()))
         procs = start_pair(start_controller, namespace, {"a": path, "b": path}, "slow")
         sampler = Sampler(cluster, procs).start()
         started = time.monotonic()
@@ -183,7 +183,7 @@ def every_fifth_lease_request_passes(retry_after: int) -> Callable[[Request], Re
 
 
 def test_lease_requests_answered_429_keep_one_leader_and_respect_retry_after(
-    cluster, start_controller, control_plane, namespace, tmp_path
+    cluster, start_controller, control_plane, namespace, tmp_path, installed_token
 ):
     """Item 6: with 80 % of every replica's Lease requests answered 429 ``Retry-After: 1``, a
     leader is elected and keeps the Lease for a minute (no exit, no change of holder), and no
@@ -197,9 +197,7 @@ def test_lease_requests_answered_429_keep_one_leader_and_respect_retry_after(
         ) as pb,
     ):
         paths = {
-            name: write_kubeconfig(
-                tmp_path / f"{name}.kubeconfig", p.kubeconfig(control_plane.token)
-            )
+            name: write_kubeconfig(tmp_path / f"{name}.kubeconfig", p.kubeconfig(installed_token()))
             for name, p in (("a", pa), ("b", pb))
         }
         procs = start_pair(start_controller, namespace, paths, "busy")
@@ -273,7 +271,14 @@ class PhaseHistory:
 
 
 def test_a_paused_leader_writes_nothing_when_it_resumes(
-    cluster, kubelet, start_controller, control_plane, api_client, namespace, tmp_path
+    cluster,
+    kubelet,
+    start_controller,
+    control_plane,
+    api_client,
+    namespace,
+    tmp_path,
+    installed_token,
 ):
     """Item 7: the leader is SIGSTOPped for 25 s while it works through 20 Tasks; the follower
     takes the Lease and finishes them. On SIGCONT the old leader starts no write (its last
@@ -286,7 +291,7 @@ def test_a_paused_leader_writes_nothing_when_it_resumes(
     try:
         with HttpApiProxy(control_plane.server, control_plane.ca_file) as proxy:
             path_a = write_kubeconfig(
-                tmp_path / "a.kubeconfig", proxy.kubeconfig(control_plane.token)
+                tmp_path / "a.kubeconfig", proxy.kubeconfig(installed_token())
             )
             a = start_controller(
                 kubeconfig=path_a,

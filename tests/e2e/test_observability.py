@@ -69,12 +69,13 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
 
 
 def test_readyz_follows_cache_sync_and_watch_health(
-    control_plane, cluster, start_controller, tmp_path
+    control_plane, cluster, start_controller, tmp_path, installed_token
 ):
     """/readyz is 503 until the caches sync and while watches are broken, else 200; /healthz stays 200."""
     with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict()
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
+        kubeconfig["users"][0]["user"] = {"token": installed_token()}
         path = write_kubeconfig(tmp_path / "via-proxy.kubeconfig", kubeconfig)
         proxy.cut()
         proc = start_controller(kubeconfig=path, wait_ready=False)

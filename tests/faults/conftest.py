@@ -24,6 +24,7 @@ from taskfsm.api.crdgen import crd_documents
 from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.testing.crds import install_crds
 from taskfsm.testing.kubelet import SimulatedKubelet
+from tests.support import identity
 from tests.support.chaos import FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
 
 FAULTS_KCM_ARGS = ("--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=20")
@@ -85,14 +86,26 @@ def ledger(faults_api: client.ApiClient, faults_namespace: str) -> Iterator[Chil
 
 
 @pytest.fixture
+def installed_kubeconfig(
+    faults_api: client.ApiClient, faults_plane: ControlPlane, faults_namespace: str, tmp_path: Path
+) -> Iterator[Path]:
+    """The controller as installed (:mod:`tests.support.identity`): a token bound to exactly
+    the generated RBAC, with its Leases in the test namespace."""
+    yield identity.install_controller(faults_api, faults_plane, faults_namespace, tmp_path)
+    identity.uninstall(faults_api, faults_namespace)
+
+
+@pytest.fixture
 def controller_process(
     faults_plane: ControlPlane,
     faults_namespace: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
+    installed_kubeconfig: Path,
 ) -> Iterator[Callable[..., CrashableController]]:
-    """Build (not start) crashable ``taskfsm run`` processes for the test namespace; all are
-    stopped after the test and their log tails printed when it failed."""
+    """Build (not start) crashable ``taskfsm run`` processes for the test namespace, as the
+    installed controller; all are stopped after the test and their log tails printed when it
+    failed."""
     built: list[CrashableController] = []
 
     def make(
@@ -101,7 +114,7 @@ def controller_process(
         options.setdefault("namespace", faults_namespace)
         options.setdefault("name", f"taskfsm-{len(built)}")
         proc = CrashableController(
-            kubeconfig or faults_plane.kubeconfig,
+            kubeconfig or installed_kubeconfig,
             log_dir=tmp_path,
             args=[*FAST_WATCH_ARGS, *args],
             **options,

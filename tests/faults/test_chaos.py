@@ -19,6 +19,7 @@ import random
 import threading
 import time
 
+from tests.support import identity
 from tests.support.chaos import CRASH_ENV, kubeconfig_via, summary_line
 from tests.support.proxy import ApiProxy
 
@@ -42,7 +43,7 @@ CRASHABLE_WRITES = (
 
 
 def test_chaos_keeps_every_invariant(
-    faults_plane, fleet, ledger, faults_kubelet, controller_process, tmp_path
+    faults_plane, fleet, ledger, faults_kubelet, controller_process, tmp_path, installed_kubeconfig
 ):
     rng = random.Random(SEED)
     figures = {
@@ -71,7 +72,12 @@ def test_chaos_keeps_every_invariant(
 
     with ApiProxy(faults_plane.server) as proxy:
         proc = controller_process(
-            kubeconfig=kubeconfig_via(faults_plane, proxy.url, tmp_path / "via-proxy")
+            kubeconfig=kubeconfig_via(
+                faults_plane,
+                proxy.url,
+                tmp_path / "via-proxy",
+                token=identity.token_of(installed_kubeconfig),
+            )
         )
         proc.start()
         crash_armed = False

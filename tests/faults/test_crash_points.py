@@ -28,6 +28,7 @@ from kubernetes import client
 
 from taskfsm.testing.kubelet import SimulatedKubelet
 from taskfsm.testing.waiting import wait_for
+from tests.support import identity
 from tests.support.chaos import (
     CRASH_ENV,
     CRASH_EXIT,
@@ -134,8 +135,10 @@ def crash_results(faults_plane, tmp_path_factory) -> Iterator[dict[str, CaseResu
         namespace = f"crash-{index}-{uuid.uuid4().hex[:6]}"
         namespaces.append(namespace)
         core.create_namespace({"metadata": {"name": namespace}})
+        # As installed: a token bound to exactly the generated RBAC (tests.support.identity).
+        installed = identity.install_controller(api_client, faults_plane, namespace, log_dir)
         proc = CrashableController(
-            faults_plane.kubeconfig,
+            installed,
             namespace=namespace,
             log_dir=log_dir,
             name=f"crash-{index}",
@@ -166,6 +169,7 @@ def crash_results(faults_plane, tmp_path_factory) -> Iterator[dict[str, CaseResu
     print("crash cases:", ", ".join(f"{k} {r.seconds:.0f}s" for k, r in results.items()))
     yield results
     for namespace in namespaces:
+        identity.uninstall(api_client, namespace)
         with contextlib.suppress(Exception):
             core.delete_namespace(namespace, propagation_policy="Background")
     api_client.close()

@@ -9,6 +9,7 @@ rebuilds the client at once (its watch).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 
@@ -183,30 +184,50 @@ def test_a_local_and_a_remote_mpe_watching_the_same_jobs_both_finish_their_tasks
     assert len(probe.jobs()) == len(names)
 
 
-def _repoint(engine, namespace: str, name: str, spec: dict) -> None:
+def _repoint(engine, namespace: str, name: str, spec: dict, *, cluster: bool = False) -> None:
     """Replace the MPE's spec (a merge patch: ``None`` drops a key)."""
+    if cluster:
+        engine.api.patch_cluster_custom_object(
+            c.GROUP, c.VERSION, "clustermediaprocessingentities", name, {"spec": spec}
+        )
+        return
     engine.api.patch_namespaced_custom_object(
         c.GROUP, c.VERSION, namespace, "mediaprocessingentities", name, {"spec": spec}
     )
 
 
-def _moved_away_then_finished(engine, controller_factory, probe, namespace, api_client, spec):
-    """Task ``t`` runs on MPE ``m``; ``m`` is pointed elsewhere (``spec``); then ``t``'s Job
-    finishes where it was made, and ``t`` must see it (no resync can help: it is an hour off)
-    and, once deleted, take its Job and Secret with it; the earlier location is let go then."""
-    controller = controller_factory(resync_seconds=3600)
+def _moved_away_then_finished(
+    engine, controller_factory, probe, namespace, api_client, spec, *, cluster_mpe: str = ""
+):
+    """Task ``t`` runs on MPE ``m`` (or the ClusterMediaProcessingEntity ``cluster_mpe``, whose
+    Jobs start in ``namespace``); it is pointed elsewhere (``spec``); then ``t``'s Job finishes
+    where it was made, and ``t`` must see it (no resync can help: it is an hour off) and, once
+    deleted, take its Job and Secret with it; the earlier location is let go then."""
+    # A cluster MPE moving to another namespace needs a controller of all namespaces (one of a
+    # single namespace refuses any other, docs/security.md).
+    scope = {"namespace": None} if cluster_mpe else {}
+    controller = controller_factory(resync_seconds=3600, **scope)
     controller.mpe_reconciler.resync_seconds = 3600
-    engine.create(objects.local_mpe("m"))
+    name = cluster_mpe or "m"
+    if cluster_mpe:
+        engine.create(objects.local_mpe(name, namespace=namespace, cluster=True))
+        key = (c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY, "", name)
+        mpe_ref = {"kind": c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY, "name": name}
+    else:
+        engine.create(objects.local_mpe(name))
+        key = (c.KIND_MEDIA_PROCESSING_ENTITY, namespace, name)
+        mpe_ref = {"kind": c.KIND_MEDIA_PROCESSING_ENTITY, "name": name}
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
-    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    engine.create(
+        objects.task("t", workflow_name="wf", function_name="f", mediaProcessingEntityRef=mpe_ref)
+    )
     probe.wait_phase("t", "Running")
     [job] = probe.jobs()
-    key = (c.KIND_MEDIA_PROCESSING_ENTITY, namespace, "m")
     ref = {"kind": key[0], "namespace": key[1], "name": key[2]}
     registry = controller.registry
     first = registry.get(ref)
-    _repoint(engine, namespace, "m", spec)
+    _repoint(engine, namespace, name, spec, cluster=bool(cluster_mpe))
     wait_for(lambda: registry.get(ref) is not first, timeout=60, what="MPE client rebuilt")
     assert [cl.namespace for cl in registry.retired(key)] == [namespace]
     with SimulatedKubelet(api_client, namespace=namespace):
@@ -222,9 +243,11 @@ def _moved_away_then_finished(engine, controller_factory, probe, namespace, api_
 def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_namespace(
     engine, controller_factory, probe, namespace, api_client
 ):
-    """Issue 12 (D19): a local MPE's namespace changes under a running Task; new Jobs go to the
-    new namespace, the Task's own Job is still watched in the old one."""
+    """Issue 12 (D19): a local ClusterMediaProcessingEntity's namespace changes under a running
+    Task; new Jobs go to the new namespace, the Task's own Job is still watched in the old one.
+    (A namespaced MPE cannot move: it runs Jobs in its own namespace only, docs/security.md.)"""
     other = f"moved-{uuid.uuid4().hex[:6]}"
+    cluster_mpe = f"m-{uuid.uuid4().hex[:6]}"
     client.CoreV1Api(api_client).create_namespace({"metadata": {"name": other}})
     try:
         _moved_away_then_finished(
@@ -234,9 +257,14 @@ def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_name
             namespace,
             api_client,
             {"local": {"namespace": other}},
+            cluster_mpe=cluster_mpe,
         )
     finally:
         client.CoreV1Api(api_client).delete_namespace(other)
+        with contextlib.suppress(client.ApiException):
+            client.CustomObjectsApi(api_client).delete_cluster_custom_object(
+                c.GROUP, c.VERSION, "clustermediaprocessingentities", cluster_mpe
+            )
 
 
 def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_cluster(

@@ -122,7 +122,23 @@ def basics(engine, api_client, control_plane, namespace):
     kubeconfig = builders.kubeconfig_secret("edge-kubeconfig", admin)
     client.CoreV1Api(api_client).create_namespaced_secret(namespace, kubeconfig)
     engine.create(builders.remote_mpe("edge", secret_name="edge-kubeconfig"))
-    return engine
+    # A ClusterMediaProcessingEntity (Jobs in this namespace) exercises the cluster-scoped rules:
+    # its cache and its finalizer and status writes.
+    cluster_mpe = f"cl-{namespace}"
+    engine.create(objects.local_mpe(cluster_mpe, namespace=namespace, cluster=True))
+    yield engine
+    # The controller is stopped by now: drop its finalizer so the object really goes.
+    with contextlib.suppress(client.ApiException):
+        engine.api.patch_cluster_custom_object(
+            "engine.nagare.media",
+            "v1alpha1",
+            "clustermediaprocessingentities",
+            cluster_mpe,
+            {"metadata": {"finalizers": None}},
+        )
+        engine.api.delete_cluster_custom_object(
+            "engine.nagare.media", "v1alpha1", "clustermediaprocessingentities", cluster_mpe
+        )
 
 
 def test_controller_works_with_exactly_the_generated_rules(

@@ -462,12 +462,14 @@ class Fleet:
         return out or self.violations()
 
 
-def kubeconfig_via(control_plane: Any, server: str, path: Path) -> Path:
-    """Write the control plane's admin kubeconfig with ``server`` (e.g. a proxy) to ``path``."""
+def kubeconfig_via(control_plane: Any, server: str, path: Path, *, token: str) -> Path:
+    """Write a kubeconfig of the control plane with ``server`` (e.g. a proxy) and the bearer
+    ``token`` (the installed controller's) to ``path``."""
     import yaml
 
     config = control_plane.kubeconfig_dict()
     config["clusters"][0]["cluster"]["server"] = server
+    config["users"][0]["user"] = {"token": token}
     path.write_text(yaml.safe_dump(config))
     return path
 

@@ -45,7 +45,7 @@ def replica_args(
 
 
 def start_replicas(
-    kubeconfig: str | Path,
+    kubeconfig: str | Path | None,
     count: int,
     *,
     buckets: int,
@@ -63,10 +63,12 @@ def start_replicas(
     ``--buckets buckets`` and their Leases in ``lease_namespace``; returns once every one
     answers ``/readyz`` (with ``wait_ready``). ``start`` builds and starts one process from
     :class:`ControllerProcess` keyword options (the e2e ``start_controller`` fixture, which
-    also stops them after the test); by default they are started here and the caller stops
-    them (:meth:`ControllerProcess.ensure_stopped`)."""
+    runs them as the installed controller and stops them after the test; ``kubeconfig`` None
+    keeps its identity); by default they are started here with ``kubeconfig`` and the caller
+    stops them (:meth:`ControllerProcess.ensure_stopped`)."""
 
     def default_start(*, wait_ready: bool = True, **options: Any) -> ControllerProcess:
+        assert kubeconfig is not None, "without start, a kubeconfig is needed"
         return ControllerProcess(kubeconfig, log_dir=log_dir, **options).start(
             wait_ready=wait_ready
         )
@@ -84,7 +86,7 @@ def start_replicas(
             "args": flags,
             "wait_ready": False,
         }
-        if start is not None:
+        if start is not None and kubeconfig is not None:
             options["kubeconfig"] = kubeconfig
         if namespace is not None:
             options["namespace"] = namespace
