@@ -131,6 +131,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         api_error_max_backoff=args.api_error_max_backoff,
         buckets=args.buckets,
         controllers=controllers,
+        job_pods_refused_timeout=args.job_pods_refused_timeout,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir or None,
         kubeconfig_policy=KubeconfigPolicy(
@@ -377,6 +378,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="task,workflow,mpe",
         help="comma-separated controllers to run: task, workflow, mpe (the MediaProcessingEntity "
         "status controller); default all",
+    )
+    run.add_argument(
+        "--job-pods-refused-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a Running Task waits while its Job's pods are refused (Pod Security, an "
+        "admission policy, a quota; Ready=False JobPodsRefused meanwhile) before it fails; "
+        "0 waits for ever (default 600)",
     )
     run.add_argument(
         "--metrics-secure",

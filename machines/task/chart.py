@@ -95,11 +95,17 @@ class TaskLifecycle(StateChart[PassRecord]):
                 # A Job held by spec.suspend (a queue has not admitted it yet): still Running,
                 # but Ready=False says that nothing runs.
                 | running.to(None, cond="job_suspended", on="note_job_suspended")
+                # Pods refused (Pod Security, an admission policy, a quota): Ready=False says
+                # why, until they are allowed or the Task fails (below).
+                | running.to(None, cond="job_pods_refused", on="note_job_pods_refused")
             )
             # Last in every pass: a Task whose Job may still change is looked at again after
-            # the resync period even without events (a missed Job event, F4).
-            settled = job_pending.to(None, on="schedule_resync") | running.to(
-                None, on="schedule_resync"
+            # the resync period even without events (a missed Job event, F4); a Job without
+            # pods sooner, since a refusal of its pods changes nothing the watch sees.
+            settled = (
+                job_pending.to(None, on="schedule_resync")
+                | running.to(None, cond="job_without_pods", on="schedule_pod_check")
+                | running.to(None, on="schedule_resync")
             )
 
         # D10: entering either terminal phase stamps endTime. D18: the reconcile then ends, so
@@ -118,6 +124,13 @@ class TaskLifecycle(StateChart[PassRecord]):
             # before it finished, fails the Task (JobLost); it is never made again.
             | active.running.to(terminated.failed, cond="job_vanished", on="note_job_lost")
             | active.running.to(terminated.failed, cond="job_deleted_early", on="note_job_lost")
+            # A Job whose pods were refused for the whole --job-pods-refused-timeout never
+            # runs: the Task fails (and its Job is deleted like any unfinished one).
+            | active.running.to(
+                terminated.failed,
+                cond="job_pods_refused_for_good",
+                on="note_job_pods_refused_for_good",
+            )
             | active.job_pending.to(terminated.failed, cond="job_vanished", on="note_job_lost")
             | active.job_pending.to(active.running, before="create_job_and_secret")
             # Terminal housekeeping, one step per pass, only once the outcome is durable (D18);

@@ -27,10 +27,15 @@ FAILED: Final = "Failed"
 JOB_SUSPENDED: Final = "JobSuspended"
 """The reason of `Ready=False` while the Job is held by `spec.suspend`."""
 
+JOB_PODS_REFUSED: Final = "JobPodsRefused"
+"""The reason of `Ready=False` while the Job's pods are refused; of `Failed` once that lasted
+the whole `--job-pods-refused-timeout`."""
+
 
 @dataclass(frozen=True, slots=True)
 class ReadyReason:
-    """Why a Running Task is not Ready although its pass succeeded (its Job is suspended)."""
+    """Why a Running Task is not Ready although its pass succeeded (its Job is suspended, or its
+    pods are refused)."""
 
     reason: str
     message: str
@@ -43,6 +48,7 @@ class TerminalReason(enum.Enum):
     JOB_FAILED = "JobFailed"
     WORKFLOW_TERMINATED = "WorkflowTerminated"
     JOB_LOST = "JobLost"
+    JOB_PODS_REFUSED = "JobPodsRefused"
 
 
 def compute_conditions(

@@ -41,7 +41,13 @@ from machines.task.chart import (
     configuration_for_phase,
     events_for,
 )
-from machines.task.conditions import JOB_SUSPENDED, ReadyReason, TerminalReason, compute_conditions
+from machines.task.conditions import (
+    JOB_PODS_REFUSED,
+    JOB_SUSPENDED,
+    ReadyReason,
+    TerminalReason,
+    compute_conditions,
+)
 from machines.task.model import EFFECT_NAMES, GUARD_NAMES, TaskLifecycleModel
 from machines.task.observation import JobState, TaskObservation
 
@@ -68,6 +74,9 @@ VERDICT_NAMES: Final = (
     "report_mpe_unavailable",
     "report_cleanup_waiting",
     "note_job_suspended",
+    "note_job_pods_refused",
+    "note_job_pods_refused_for_good",
+    "schedule_pod_check",
     "schedule_resync",
     "end_reconcile",
     "record_error",
@@ -75,6 +84,10 @@ VERDICT_NAMES: Final = (
 """Actions resolved on the pass record rather than the model: they decide, they do no I/O."""
 
 MPE_UNAVAILABLE_MESSAGE: Final = "MediaProcessingEntity does not exist or is not ready"
+
+POD_CHECK_SECONDS: Final = 30.0
+"""How soon a Running Task whose Job has no pods is looked at again (a refusal of its pods is an
+Event, which no watch of the controller delivers)."""
 
 
 class _PassRecord(PassRecord):
@@ -159,8 +172,26 @@ class _PassRecord(PassRecord):
             "it is resumed",
         )
 
+    def note_job_pods_refused(self) -> None:
+        obs = self.observation
+        self.detail = ReadyReason(
+            JOB_PODS_REFUSED,
+            f"the pods of Job {obs.job_name} are refused: {obs.job_pods_refused}",
+        )
+
+    def note_job_pods_refused_for_good(self) -> None:
+        obs = self.observation
+        self._terminal(
+            TerminalReason.JOB_PODS_REFUSED,
+            f"the pods of Job {obs.job_name} were refused until --job-pods-refused-timeout ran "
+            f"out: {obs.job_pods_refused}",
+        )
+
     def schedule_resync(self) -> None:
         self.requeue_after = self.observation.resync_seconds
+
+    def schedule_pod_check(self) -> None:
+        self.requeue_after = min(POD_CHECK_SECONDS, self.observation.resync_seconds)
 
 
 def _configuration(observation: TaskObservation) -> list[str]:

@@ -67,6 +67,28 @@ class ObservationGuards:
         until something resumes it."""
         return observation.job is JobState.SUSPENDED and not observation.job_terminating
 
+    def job_pods_refused(self, observation: TaskObservation) -> bool:
+        """The Job's pods are refused (Pod Security, an admission policy, a quota): nothing
+        runs, and the Task says why until the ``--job-pods-refused-timeout`` runs out
+        (docs/security.md, "What a Job may be")."""
+        return (
+            bool(observation.job_pods_refused)
+            and observation.job is JobState.ACTIVE
+            and observation.job_pods_refused_left > 0
+        )
+
+    def job_pods_refused_for_good(self, observation: TaskObservation) -> bool:
+        """The Job's pods have been refused for the whole ``--job-pods-refused-timeout``."""
+        return (
+            bool(observation.job_pods_refused)
+            and observation.job is JobState.ACTIVE
+            and observation.job_pods_refused_left <= 0
+        )
+
+    def job_without_pods(self, observation: TaskObservation) -> bool:
+        """The Job runs but has no pods yet (their creation may be refused)."""
+        return observation.job_without_pods and observation.job is JobState.ACTIVE
+
     def job_succeeded(self, observation: TaskObservation) -> bool:
         """The Job succeeded (`Complete` or `SuccessCriteriaMet` True)."""
         return observation.job is JobState.SUCCEEDED

@@ -39,6 +39,9 @@ GUARD_NAMES: Final = (
     "cleanup_expired",
     "job_ref_set",
     "job_unrecorded",
+    "job_pods_refused",
+    "job_pods_refused_for_good",
+    "job_without_pods",
     "job_suspended",
     "job_succeeded",
     "job_failed",
@@ -119,6 +122,18 @@ class TaskLifecycleModel(Protocol):
 
     def job_unrecorded(self, observation: TaskObservation) -> bool:
         """A Job exists under the Task's name but jobRef names no or another UID."""
+        ...
+
+    def job_pods_refused(self, observation: TaskObservation) -> bool:
+        """The Job's pods are refused."""
+        ...
+
+    def job_pods_refused_for_good(self, observation: TaskObservation) -> bool:
+        """The Job's pods have been refused for the whole timeout."""
+        ...
+
+    def job_without_pods(self, observation: TaskObservation) -> bool:
+        """The Job runs but has no pods yet."""
         ...
 
     def job_suspended(self, observation: TaskObservation) -> bool:

@@ -146,6 +146,28 @@ class TaskObservation:
         default=False,
         metadata=_doc("That Job carries the `engine.nagare.media/job-protection` finalizer."),
     )
+    job_pods_refused: str = field(
+        default="",
+        metadata=_doc(
+            "Why the Job has no pods although it should (its latest `FailedCreate` Event: Pod "
+            'Security, an admission policy, a quota); `""` when it has pods, finished, or is '
+            "suspended."
+        ),
+    )
+    job_pods_refused_left: float = field(
+        default=0.0,
+        metadata=_doc(
+            "Seconds the Task still waits for its Job's pods to be allowed before it fails "
+            "(`--job-pods-refused-timeout` minus the time since the first refusal; 0 once over)."
+        ),
+    )
+    job_without_pods: bool = field(
+        default=False,
+        metadata=_doc(
+            "The Job runs (not suspended, no outcome) but has no pods: looked at again soon, so "
+            "a refusal is noticed without waiting for the resync."
+        ),
+    )
     job_ref_uid: str = field(
         default="", metadata=_doc('`status.jobRef.uid` (`""` when jobRef is unset).')
     )

@@ -137,6 +137,8 @@ JOBS = Resource("batch", "v1", "jobs", "Job")
 SECRETS = Resource("", "v1", "secrets", "Secret")
 PODS = Resource("", "v1", "pods", "Pod")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
+CORE_EVENTS = Resource("", "v1", "events", "Event")
+"""The core Events API, whose field selectors reach ``involvedObject.uid`` and ``reason``."""
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 TOKEN_REVIEWS = Resource(

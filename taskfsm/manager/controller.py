@@ -124,6 +124,9 @@ class Settings:
     """``workflowTerminationWaitingDuration`` (s): how long a Workflow with no active Task waits."""
     job_ttl_seconds: int = 86400
     """``ttlSecondsAfterFinished`` of every Job: how long a finished Job (and its logs) stays."""
+    job_pods_refused_timeout: float = 600.0
+    """Seconds a Running Task waits while its Job's pods are refused (Pod Security, an
+    admission policy, a quota) before it fails with ``JobPodsRefused``; 0 waits for ever."""
     orphan_sweep_seconds: float = 60.0
     """How often Jobs and Secrets of Tasks that are gone are looked for
     (:mod:`taskfsm.controllers.task.orphans`); they are also found on every reconcile of their
@@ -217,6 +220,7 @@ class Controller:
             resync_seconds=self.settings.resync_seconds,
             cleanup_timeout=self.settings.cleanup_timeout,
             job_ttl_seconds=self.settings.job_ttl_seconds,
+            job_pods_refused_timeout=self.settings.job_pods_refused_timeout,
             orphans=self.orphans,
             waiters=self.waiters,
         )

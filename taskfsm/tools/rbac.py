@@ -99,6 +99,13 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
         "finalizer (patch), delete on termination and Task deletion",
     ),
     Rule(("events.k8s.io",), ("events",), ("create",), "an Event per phase change and error"),
+    Rule(
+        ("",),
+        ("events",),
+        ("list",),
+        "the FailedCreate Events of a running Job without pods: why its pods are refused (Pod "
+        "Security, an admission policy, a quota)",
+    ),
 )
 """Rules on namespaced objects: a ClusterRole by default (Tasks and local MediaProcessingEntities
 may be in any namespace); with the chart's ``watchNamespace``, a Role in that namespace only."""

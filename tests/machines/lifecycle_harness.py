@@ -54,6 +54,7 @@ _EXPECT_KEYS = {
     "stamped",
     "finalized",
     "transitions",
+    "requeue_after",
 }
 
 
@@ -280,6 +281,10 @@ def _check_expectations(
         assert model.stamped == list(expect["stamped"]), f"{where}: stamped {model.stamped}"
     if "finalized" in expect:
         assert outcome.finalized is expect["finalized"], f"{where}: finalized"
+    if "requeue_after" in expect:
+        assert outcome.requeue_after == expect["requeue_after"], (
+            f"{where}: requeue_after {outcome.requeue_after}"
+        )
     if "transitions" in expect:
         assert list(outcome.transitions) == list(expect["transitions"]), (
             f"{where}: transitions {list(outcome.transitions)}"

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from machines.conditions import Condition
-from machines.task.conditions import JOB_SUSPENDED
+from machines.task.conditions import JOB_PODS_REFUSED, JOB_SUSPENDED
 from machines.task.driver import TaskPassOutcome, run_pass
 from machines.task.job_status import interpret_job_conditions
 from machines.task.observation import JobState, TaskObservation, WorkflowState
@@ -45,7 +45,7 @@ from taskfsm.kube import wire
 from taskfsm.kube.errors import Forbidden, KubeError, NotFound
 from taskfsm.kube.events import NORMAL, WARNING, EventRecorder
 from taskfsm.kube.resources import TASKS, WORKFLOWS
-from taskfsm.kube.rest import JOBS, Rest
+from taskfsm.kube.rest import CORE_EVENTS, JOBS, Rest
 from taskfsm.kube.transforms import default_transform, job_transform
 
 if TYPE_CHECKING:
@@ -59,6 +59,11 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS = 8
 """Steps per reconcile; the longest forward path (new → Running → terminal cleanup) needs 5."""
+
+POD_GRACE_SECONDS = 5.0
+"""A Job younger than this without pods is not asked about (its pods are still being made)."""
+REFUSAL_MESSAGE_MAX = 512
+"""Longest refusal message copied from an Event into the Task's condition."""
 
 
 class TaskReconciler:
@@ -77,6 +82,9 @@ class TaskReconciler:
             for an unreachable MediaProcessingEntity to clean up its Job; afterwards the Job is
             abandoned (Warning Event) and the Task goes (§3.10, D22).
         job_ttl_seconds: the Jobs' ``ttlSecondsAfterFinished`` (§1.13).
+        job_pods_refused_timeout: seconds a Running Task waits while its Job's pods are refused
+            (Pod Security, an admission policy, a quota) before it fails with
+            ``JobPodsRefused``; 0 waits for ever.
         orphans: deletes the Jobs and Secrets of Tasks that are gone
             (:mod:`taskfsm.controllers.task.orphans`).
         waiters: Tasks waiting for an MPE client being set up
@@ -96,6 +104,7 @@ class TaskReconciler:
         resync_seconds: float = 300.0,
         cleanup_timeout: float = 120.0,
         job_ttl_seconds: int = c.JOB_TTL_SECONDS_AFTER_FINISHED,
+        job_pods_refused_timeout: float = 600.0,
         orphans: OrphanCollector | None = None,
         waiters: MpeWaiters | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -109,6 +118,7 @@ class TaskReconciler:
         self.resync_seconds = resync_seconds
         self.cleanup_timeout = cleanup_timeout
         self.job_ttl_seconds = job_ttl_seconds
+        self.job_pods_refused_timeout = job_pods_refused_timeout
         self.orphans = orphans
         self.waiters = waiters
         self.clock = clock
@@ -371,6 +381,8 @@ class TaskReconciler:
             kind = WARNING if after == c.TaskPhase.FAILED else NORMAL
             self.events.record(state.task, kind, after, text)
         was, now = _ready(state.original), _ready(state.task)
+        if now.get("reason") == JOB_PODS_REFUSED and was.get("reason") != JOB_PODS_REFUSED:
+            self.events.record(state.task, WARNING, JOB_PODS_REFUSED, now.get("message") or "")
         if now.get("reason") == JOB_SUSPENDED and was.get("reason") != JOB_SUSPENDED:
             self.events.record(state.task, NORMAL, JOB_SUSPENDED, now.get("message") or "")
         elif was.get("reason") == JOB_SUSPENDED and now.get("status") == "True":
@@ -447,9 +459,14 @@ class TaskReconciler:
         state.job = job
         job_meta = (job or {}).get("metadata") or {}
         job_state = JobState.ABSENT
+        without_pods, refused, refused_left = False, "", 0.0
         if job is not None:
             job_state = interpret_job_conditions((job.get("status") or {}).get("conditions"))
             self.saw_job(meta.get("uid") or "", job_name)
+            if job_state is JobState.ACTIVE and cluster is not None:
+                without_pods = not (job.get("status") or {}).get("active")
+                if without_pods:
+                    refused, refused_left = self._pods_refused(cluster, job)
         mpe_exists = self._mpe_exists(mpe_ref)
         return TaskObservation(
             phase=phase,
@@ -473,12 +490,53 @@ class TaskReconciler:
             job_uid=job_meta.get("uid", "") if job is not None else "",
             job_terminating=bool(job_meta.get("deletionTimestamp")),
             job_protected=c.FINALIZER_JOB_PROTECTION in (job_meta.get("finalizers") or []),
+            job_pods_refused=refused,
+            job_pods_refused_left=refused_left,
+            job_without_pods=without_pods,
             job_ref_uid=job_ref.get("uid") or "",
             job_was_seen=self.job_was_seen(meta.get("uid") or "", job_name),
             cleanup_wait_left=cleanup_wait_left,
             resync_seconds=self.resync_seconds,
             conditions=tuple(Condition.from_dict(d) for d in status.get("conditions") or []),
         )
+
+    def _pods_refused(self, cluster: MpeCluster, job: dict[str, Any]) -> tuple[str, float]:
+        """Why a running Job has no pods (its latest ``FailedCreate`` Event, cut to
+        :data:`REFUSAL_MESSAGE_MAX` characters; "" when there is none, or it cannot be read) and
+        the seconds left of ``job_pods_refused_timeout`` since the first refusal.
+
+        A refusal of a Job's pods (Pod Security, an admission policy, a quota) shows nowhere
+        but in Events, which no watch of the controller delivers: one LIST of the Job's
+        ``FailedCreate`` Events, only while it runs without pods and is older than
+        :data:`POD_GRACE_SECONDS` (the Job controller makes pods within a second)."""
+        meta = job.get("metadata") or {}
+        created = _parse_time(meta.get("creationTimestamp"))
+        if created is None or (self.clock() - created).total_seconds() < POD_GRACE_SECONDS:
+            return "", 0.0
+        try:
+            events = (
+                cluster.rest.list(
+                    CORE_EVENTS,
+                    meta.get("namespace") or cluster.namespace,
+                    field_selector=f"involvedObject.uid={meta.get('uid')},reason=FailedCreate",
+                ).get("items")
+                or []
+            )
+        except KubeError as exc:  # e.g. a remote cluster whose credentials may not list Events
+            log.debug("could not read the Job's Events", extra={"error": str(exc)})
+            return "", 0.0
+        if not events:
+            return "", 0.0
+        stamps = [_event_time(e, "first") for e in events]
+        first = min((t for t in stamps if t is not None), default=self.clock())
+        latest = max(events, key=lambda e: _event_time(e, "last") or first)
+        message = str(latest.get("message") or "pod creation failed")
+        if len(message) > REFUSAL_MESSAGE_MAX:
+            message = message[: REFUSAL_MESSAGE_MAX - 1] + "…"
+        if self.job_pods_refused_timeout <= 0:
+            return message, float("inf")
+        waited = (self.clock() - first).total_seconds()
+        return message, max(0.0, self.job_pods_refused_timeout - waited)
 
     def _cleanup_wait_left(self, task: dict[str, Any]) -> float:
         """Seconds a deleting Task may still wait for an unreachable MPE (0 once over)."""
@@ -607,6 +665,19 @@ def _owned_by(task: dict[str, Any], workflow: dict[str, Any]) -> bool:
         return False
     labels = meta.get("labels") or {}
     return all(labels.get(k) == v for k, v in jobs.task_labels(task).items())
+
+
+def _event_time(event: dict[str, Any], which: str) -> datetime | None:
+    """A core Event's first (``firstTimestamp``, else ``eventTime``) or last (``lastTimestamp``,
+    else the series' last observation, else ``eventTime``) occurrence."""
+    if which == "first":
+        value = event.get("firstTimestamp") or event.get("eventTime")
+    else:
+        series = event.get("series") or {}
+        value = (
+            event.get("lastTimestamp") or series.get("lastObservedTime") or event.get("eventTime")
+        )
+    return _parse_time(str(value)[:19] + "Z") if value else None
 
 
 def _parse_time(value: str | None) -> datetime | None:
