@@ -23,6 +23,7 @@ from pydantic import AfterValidator, AwareDatetime, Field, PlainSerializer, With
 from pydantic import SerializationInfo as _SerializationInfo
 
 from taskfsm.api import duration as _duration
+from taskfsm.api.limits import MAX_MAP_ENTRIES
 
 # --- Identifiers ---------------------------------------------------------------------------------
 
@@ -118,6 +119,7 @@ def _sorted_map(value: dict[str, str]) -> dict[str, str]:
 
 StringMap = Annotated[
     dict[str, str],
+    Field(max_length=MAX_MAP_ENTRIES),
     PlainSerializer(_sorted_map, return_type=dict[str, str]),
 ]
 """A Go ``map[string]string``; written with keys sorted, like Go's encoder."""

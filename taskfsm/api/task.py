@@ -27,6 +27,7 @@ from taskfsm.api.constants import (
     TASK_TERMINAL_PHASES,
     TaskPhase,
 )
+from taskfsm.api.limits import MAX_MEDIA
 from taskfsm.api.media import Media
 from taskfsm.api.meta import (
     NAME_NOT_EMPTY_RULE,
@@ -110,9 +111,9 @@ class TaskSpec(K8sModel):
     """batch/v1 JobTemplateSpec strategic-merge-patched over the Function's template."""
     job_failure_policy: JobFailurePolicy | None = Field(default=None, alias="jobFailurePolicy")
     """How a failed Job affects the Workflow."""
-    inputs: list[Media] | None = None
+    inputs: list[Media] | None = Field(default=None, max_length=MAX_MEDIA)
     """Media read by the Task; copied into the helper payload."""
-    outputs: list[Media] | None = None
+    outputs: list[Media] | None = Field(default=None, max_length=MAX_MEDIA)
     """Media written by the Task; copied into the helper payload."""
     config: StringMap | None = None
     """Function configuration; overrides TaskTemplate ``config`` and Function ``defaultConfig``."""

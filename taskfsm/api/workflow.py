@@ -22,6 +22,7 @@ from taskfsm.api.constants import (
     WORKFLOW_TERMINAL_PHASES,
     WorkflowPhase,
 )
+from taskfsm.api.limits import MAX_MEDIA, MAX_MEDIA_LOCATIONS
 from taskfsm.api.media import Media
 from taskfsm.api.meta import Condition, HumanReadableDescription, LocalObjectReference, kind_rule
 from taskfsm.api.resource import ApiObject
@@ -47,15 +48,18 @@ class WorkflowSpec(K8sModel):
     media_locations: list[NamedMediaLocationReference] | None = Field(
         default=None,
         alias="mediaLocations",
+        # Each location's Secret is read for every Task of the Workflow: bounded
+        # (docs/security.md, "No object stops the controller").
+        max_length=MAX_MEDIA_LOCATIONS,
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["name"],
         },
     )
     """Media locations available to the Workflow's Tasks, keyed by ``name``."""
-    inputs: list[Media] | None = None
+    inputs: list[Media] | None = Field(default=None, max_length=MAX_MEDIA)
     """Media read by the Workflow."""
-    outputs: list[Media] | None = None
+    outputs: list[Media] | None = Field(default=None, max_length=MAX_MEDIA)
     """Media written by the Workflow."""
     config: StringMap | None = None
     """Workflow configuration; copied into the helper payload."""
