@@ -17,7 +17,7 @@ from kubernetes import client
 from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.testing.kubelet import SimulatedKubelet
 
-INTEGRATION_DIRS = ("integration", "e2e", "faults")
+INTEGRATION_DIRS = ("integration", "e2e", "faults", "security")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -114,14 +114,16 @@ def test_task_removed_while_the_controller_is_down_leaves_no_job_or_secret(
 
 
 def test_task_removed_during_a_cut_leaves_no_job_or_secret(
-    cluster, kubelet, start_controller, ledger, namespace, control_plane, tmp_path
+    cluster, kubelet, start_controller, ledger, namespace, control_plane, tmp_path, installed_token
 ):
     """Item 1: the same removal while the controller's connections to the API server are cut;
     after the restore the relist finds the Task gone and its Job and Secret are deleted."""
     world(cluster)
     with ApiProxy(control_plane.server) as proxy:
         start_controller(
-            kubeconfig=kubeconfig_via(control_plane, proxy.url, tmp_path / "via-proxy")
+            kubeconfig=kubeconfig_via(
+                control_plane, proxy.url, tmp_path / "via-proxy", token=installed_token()
+            )
         )
         gone = run_task(cluster, "gone")
         proxy.cut()
@@ -287,7 +289,7 @@ def test_job_finished_and_removed_while_down_fails_the_task_with_job_lost(
 
 
 def test_job_removed_during_a_cut_is_never_made_again(
-    cluster, kubelet, start_controller, ledger, namespace, control_plane, tmp_path
+    cluster, kubelet, start_controller, ledger, namespace, control_plane, tmp_path, installed_token
 ):
     """Item 2b: with the controller's connections cut, a Running Task's Job is deleted and its
     finalizer stripped; after the restore the Task fails (JobLost), and no second Job with the
@@ -295,7 +297,9 @@ def test_job_removed_during_a_cut_is_never_made_again(
     world(cluster)
     with ApiProxy(control_plane.server) as proxy:
         start_controller(
-            kubeconfig=kubeconfig_via(control_plane, proxy.url, tmp_path / "via-proxy")
+            kubeconfig=kubeconfig_via(
+                control_plane, proxy.url, tmp_path / "via-proxy", token=installed_token()
+            )
         )
         task = run_task(cluster, "t")
         proxy.cut()

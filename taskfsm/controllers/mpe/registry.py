@@ -311,8 +311,16 @@ class MpeRegistry:
         return len(keep)
 
     def healthy(self) -> bool:
-        """Every registered MPE's Job watch is synced and connected (readiness)."""
-        return all(cl.ready and cl.healthy for cl in self.clusters())
+        """Every ClusterMediaProcessingEntity's Job watch is synced and connected (readiness).
+
+        Only the administrator's MPEs count: a tenant's MPE pointing at a cluster that does not
+        answer (on purpose or not) must not make the controller unready for everyone; its own
+        ``Ready`` condition and the ``taskfsm_watch_healthy`` metric say so (docs/security.md)."""
+        return all(
+            cl.ready and cl.healthy
+            for cl in self.clusters()
+            if cl.key[0] == c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY
+        )
 
     def secret_watches(self) -> dict[SecretKey, set[MpeKey]]:
         """The kubeconfig Secrets watched, each with the MPEs naming it."""
