@@ -264,8 +264,9 @@ def events_for(observation: TaskObservation) -> tuple[str, ...]:
     """Return the events one pass sends, in order (docs/behaviour.md §3.2-§3.5).
 
     The order is the reconcile's order of checks: deletion first (nothing else runs on a
-    terminating Task, D22), then the finalizer, the Workflow, `observed`, the phase step, and
-    last `settled`, which decides when to look again. The driver stops early when a pass ends
+    terminating Task, D22), then the finalizer, the Workflow (unless the spec could not be
+    read, `input_problem`), `observed`, the phase step, and last `settled`, which decides when to
+    look again. The driver stops early when a pass ends
     in error or leaves `Live`.
     """
     if observation.deletion_requested:
@@ -273,6 +274,10 @@ def events_for(observation: TaskObservation) -> tuple[str, ...]:
     events: list[str] = []
     if not observation.has_finalizer:
         events.append(FINALIZER_MISSING)
+    if observation.input_problem:
+        # The spec was cut on reading (docs/security.md): its Workflow is unknown, so nothing
+        # is concluded about it; `observed` reports the problem (or follows a Job made before).
+        return (*events, OBSERVED, SETTLED)
     if observation.workflow is WorkflowState.MISSING:
         return (*events, WORKFLOW_MISSING)
     if observation.workflow is WorkflowState.DELETING:

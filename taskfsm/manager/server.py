@@ -5,9 +5,10 @@ check passes (caches synced, every MediaProcessingEntity Job watch connected) an
 with the reason, like controller-runtime's probes.
 
 The server is bounded, so nobody who can reach the port can starve the controller
-(docs/security.md, "Endpoints"): at most :data:`MAX_CONNECTIONS` connections are served at once
-(one more is closed at once), a connection that sends nothing for :data:`IDLE_TIMEOUT` seconds
-is closed, and only ``GET`` of the three paths is answered. With ``tls`` and ``authorize``
+(docs/security.md, "Endpoints"): at most :data:`MAX_CONNECTIONS` connections are served at once,
+at most :data:`MAX_PER_CLIENT` of one client address (one more is closed at once), a connection
+that sends nothing for :data:`IDLE_TIMEOUT` seconds is closed, and only ``GET`` of the three paths
+is answered. With ``tls`` and ``authorize``
 (``taskfsm run --metrics-secure``) ``/metrics`` is served over HTTPS to callers whose bearer token
 the API server authenticates and allows ``get`` on the ``/metrics`` path, as controller-runtime's
 ``WithAuthenticationAndAuthorization`` filter does (:mod:`taskfsm.manager.metrics_auth`). The
@@ -33,6 +34,9 @@ Authorize = Callable[[str, str], tuple[int, str]]
 
 MAX_CONNECTIONS = 32
 """Connections served at once; Prometheus and the kubelet need a handful."""
+MAX_PER_CLIENT = 8
+"""Connections served at once for one client address, so one client cannot take every slot
+(the kubelet's probes come from the node's address)."""
 IDLE_TIMEOUT = 10.0
 """Seconds a connection may stay silent (request line, headers, TLS handshake)."""
 
@@ -57,6 +61,8 @@ class _BoundedServer(ThreadingHTTPServer):
         tls: Callable[[], ssl.SSLContext] | None,
     ) -> None:
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._per_client: dict[str, int] = {}
+        self._count_lock = threading.Lock()
         self._tls = tls
         self.refused = 0
         """Connections closed at once because every slot was taken (for tests and logs)."""
@@ -69,7 +75,14 @@ class _BoundedServer(ThreadingHTTPServer):
         return sock, peer
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        peer = str(client_address[0]) if client_address else ""
+        with self._count_lock:
+            crowded = self._per_client.get(peer, 0) >= MAX_PER_CLIENT
+            if not crowded:
+                self._per_client[peer] = self._per_client.get(peer, 0) + 1
+        if crowded or not self._slots.acquire(blocking=False):
+            if not crowded:
+                self._leave(peer)
             self.refused += 1
             self.shutdown_request(request)
             return
@@ -77,7 +90,16 @@ class _BoundedServer(ThreadingHTTPServer):
             super().process_request(request, client_address)
         except BaseException:
             self._slots.release()
+            self._leave(peer)
             raise
+
+    def _leave(self, peer: str) -> None:
+        with self._count_lock:
+            left = self._per_client.get(peer, 1) - 1
+            if left > 0:
+                self._per_client[peer] = left
+            else:
+                self._per_client.pop(peer, None)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -91,6 +113,7 @@ class _BoundedServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+            self._leave(str(client_address[0]) if client_address else "")
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         return  # a client that went away or timed out: nothing to report

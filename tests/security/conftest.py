@@ -114,7 +114,7 @@ def tenant(
     yield attacker
     controller.wait_ready(30)
     name = f"after-{uuid.uuid4().hex[:6]}"
-    bystander.task(name)
+    bystander.task_in_new_workflow(name)
     bystander.wait_phase(name, "Succeeded", timeout=90)
     _drop_tenant(admin, attacker)
 

@@ -42,6 +42,12 @@ class Tenant:
     def task(self, name: str, **spec: Any) -> dict[str, Any]:
         return self.create(objects.task(name, workflow_name="wf", function_name="fn", **spec))
 
+    def task_in_new_workflow(self, name: str) -> dict[str, Any]:
+        """A Workflow ``name`` and its Task ``name`` (Function ``fn``): a Workflow with no
+        running Task terminates after 20 s, so a later check needs one of its own."""
+        self.create(objects.workflow(name))
+        return self.create(objects.task(name, workflow_name=name, function_name="fn"))
+
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         res = BY_KIND[kind]
         try:

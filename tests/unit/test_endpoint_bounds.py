@@ -41,6 +41,7 @@ def get(url: str, token: str | None = None, context: ssl.SSLContext | None = Non
 
 def test_connections_beyond_the_cap_are_closed_and_the_endpoint_still_answers(monkeypatch):
     monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 4)
+    monkeypatch.setattr(server_module, "MAX_PER_CLIENT", 4)
     srv = EndpointServer("127.0.0.1:0", registry=None, ready=lambda: "").start()
     idle = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(10)]
     try:
@@ -130,4 +131,21 @@ def test_secure_metrics_over_https_with_a_self_signed_certificate():
     assert "taskfsm_test_total" in body
     with pytest.raises(ConnectionError):  # plain HTTP is not spoken: the handshake fails
         get(f"http://127.0.0.1:{srv.port}/metrics")
+    srv.stop()
+
+
+def test_one_client_address_cannot_take_every_slot(monkeypatch):
+    """Eight silent connections from one address fill its share; the ninth is closed at once,
+    while the server as a whole still has room."""
+    monkeypatch.setattr(server_module, "MAX_PER_CLIENT", 8)
+    srv = EndpointServer("127.0.0.1:0", registry=None, ready=lambda: "").start()
+    idle = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(9)]
+    try:
+        deadline = time.monotonic() + 5
+        while srv.refused < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.refused == 1
+    finally:
+        for conn in idle:
+            conn.close()
     srv.stop()

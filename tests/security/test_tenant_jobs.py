@@ -1,0 +1,96 @@
+"""What a tenant's Job may be (docs/security.md, "What a Job may be").
+
+In a namespace the tenant owns, Pod Security Admission applies to its Job's pods: refused pods
+make the Task say so (Ready=False, reason JobPodsRefused, a Warning Event) and fail it after
+--job-pods-refused-timeout, never leave it silently Running. Where several tenants share a
+namespace (a ClusterMediaProcessingEntity's), the optional ValidatingAdmissionPolicy
+(deploy/admission/) refuses a Job the controller's identity would create with host access or
+another ServiceAccount; the refusal is the Task's status message and an Event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from kubernetes import client, utils
+
+from taskfsm.testing import objects
+from taskfsm.testing.waiting import wait_for
+from taskfsm.tools import job_policy, rbac
+from tests.support.tenancy import PODS_REFUSED_TIMEOUT, Tenant
+
+
+def test_pods_refused_by_pod_security_make_the_task_say_so_then_fail(tenant: Tenant, admin):
+    client.CoreV1Api(admin).patch_namespace(
+        tenant.namespace,
+        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+    )
+    function = objects.function("fn")
+    pod = function["spec"]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["securityContext"] = {"privileged": True}
+    tenant.basics(function=function)
+    tenant.task("t")
+    wait_for(
+        lambda: tenant.condition("Task", "t", "Ready").get("reason") == "JobPodsRefused",
+        timeout=90,
+        what="Ready=False JobPodsRefused",
+    )
+    ready = tenant.condition("Task", "t", "Ready")
+    assert ready["status"] == "False"
+    assert "PodSecurity" in ready["message"]
+    assert tenant.phase("t") == "Running"
+    assert "JobPodsRefused" in tenant.event_reasons("t")
+    done = tenant.wait_phase("t", "Failed", timeout=PODS_REFUSED_TIMEOUT + 90)
+    failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "JobPodsRefused"
+    wait_for(lambda: tenant.jobs() == [], timeout=60, what="the refused Job deleted")
+
+
+@pytest.fixture
+def job_bounds(admin):
+    """The shipped ValidatingAdmissionPolicy, for the controller's ServiceAccount."""
+    docs = job_policy.render(user=job_policy.controller_user(rbac.NAMESPACE))
+    utils.create_from_yaml(admin, yaml_objects=docs)
+    yield
+    api = client.AdmissionregistrationV1Api(admin)
+    with contextlib.suppress(client.ApiException):
+        api.delete_validating_admission_policy_binding(job_policy.NAME)
+    with contextlib.suppress(client.ApiException):
+        api.delete_validating_admission_policy(job_policy.NAME)
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        (
+            {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]},
+            "may not mount hostPath volumes",
+        ),
+        ({"hostNetwork": True}, "may not use the node's network"),
+        ({"serviceAccountName": "taskfsm"}, "may run only as the allowed ServiceAccounts"),
+        (
+            {"containers": [{"name": "function", "securityContext": {"privileged": True}}]},
+            "may not run privileged containers",
+        ),
+    ],
+    ids=["hostPath", "hostNetwork", "serviceAccount", "privileged"],
+)
+def test_the_job_policy_refuses_host_access_and_other_identities(
+    tenant: Tenant, job_bounds, patch, message
+):
+    tenant.basics()
+    tenant.task("t", templatePatches={"spec": {"template": {"spec": patch}}})
+    wait_for(
+        lambda: message in str(tenant.status("Task", "t").get("message") or ""),
+        timeout=90,
+        what=lambda: f"the policy's refusal in status: {tenant.status('Task', 't')}",
+    )
+    assert "ReconcileError" in tenant.event_reasons("t")
+    assert tenant.jobs() == []
+
+
+def test_the_job_policy_lets_ordinary_jobs_through(tenant: Tenant, job_bounds):
+    tenant.basics()
+    tenant.task("ok")
+    tenant.wait_phase("ok", "Succeeded", timeout=90)
