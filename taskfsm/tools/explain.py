@@ -1,11 +1,14 @@
 """``taskfsm explain``: where a Task or a Workflow is in its lifecycle, and why.
 
 For a Task: phase, message, times, conditions, the chosen MediaProcessingEntity and Function,
-its Job (looked up in the main cluster) with, when pods of the Job failed, each failed container's
-exit code, reason and termination message (never log contents: the line says which ``kubectl
-logs`` shows them), the Task's most recent Events (what ``kubectl describe`` lists), and the
-lifecycle diagram with the current state highlighted. Pods and Events are read with the caller's
-credentials; one that may not read them gets a line saying so instead.
+its Job (looked up where it runs: the main cluster, or a remote MediaProcessingEntity's cluster
+through its kubeconfig Secret, read with the caller's credentials; a caller who may not read that
+Secret gets a line saying so, :mod:`taskfsm.tools.jobsite`) with, when pods of the Job failed,
+each failed container's exit code, reason and termination message (never log contents: the line
+says which ``kubectl logs`` or ``taskfsm logs`` shows them), the Task's most recent Events
+(what ``kubectl describe`` lists), and the lifecycle diagram with the current state
+highlighted. Pods and Events are read with the caller's credentials; one that may not read them
+gets a line saying so instead.
 
 For a Workflow: phase, message, times, the Task counters, conditions, its Tasks with their phases
 and jobFailurePolicy, and the Workflow lifecycle diagram.
@@ -28,6 +31,7 @@ from taskfsm.api import constants as c
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import EVENTS, JOBS, PODS, Rest
+from taskfsm.tools.jobsite import job_site
 
 _WORKFLOW_PREFIXES = ("workflow/", "workflows/", "wf/")
 _TASK_PREFIXES = ("task/", "tasks/")
@@ -117,14 +121,20 @@ def _job_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
     ref = (task.get("status") or {}).get("jobRef")
     if not ref:
         return ["  Job:        (none recorded)"]
-    namespace = ref.get("namespace") or task["metadata"]["namespace"]
-    lines = [f"  Job:        {namespace}/{ref.get('name')} (uid {ref.get('uid') or '?'})"]
+    site = job_site(rest, task)
+    namespace = site.namespace
+    lines = [
+        f"  Job:        {namespace}/{ref.get('name')} (uid {ref.get('uid') or '?'})",
+        f"              on {site.where}",
+    ]
+    if site.rest is None:
+        return [*lines, f"              cannot be read: {site.problem}"]
     try:
-        job = rest.get(JOBS, namespace, ref["name"])
+        job = site.rest.get(JOBS, namespace, ref["name"])
     except NotFound:
         return [
             *lines,
-            "              not in the main cluster (gone, or on a remote MediaProcessingEntity)",
+            "              not found there (deleted, or removed after ttlSecondsAfterFinished)",
         ]
     except KubeError as exc:
         return [*lines, f"              could not read it: {exc}"]
@@ -141,13 +151,16 @@ def _job_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
         lines.append("              being deleted")
     # The Job controller sets FailureTarget/Failed before it has counted the failed pods.
     if job_status.get("failed") or {"Failed", "FailureTarget"} & set(true):
-        lines += _failed_pod_lines(rest, job)
+        meta = task["metadata"]
+        hint = f"taskfsm logs -n {meta['namespace']} {meta['name']}" if site.remote else ""
+        lines += _failed_pod_lines(site.rest, job, hint)
     return lines
 
 
-def _failed_pod_lines(rest: Rest, job: dict[str, Any]) -> list[str]:
+def _failed_pod_lines(rest: Rest, job: dict[str, Any], logs_hint: str = "") -> list[str]:
     """Each failed pod of ``job`` (newest first): its reason, and for every container that
-    terminated with a non-zero exit code: exit code, reason, termination message."""
+    terminated with a non-zero exit code: exit code, reason, termination message; then the
+    command that shows its logs (``logs_hint`` for a Job kubectl cannot reach directly)."""
     meta = job["metadata"]
     try:
         pods = _list(rest, PODS, meta["namespace"], label_selector=f"{JOB_UID_LABEL}={meta['uid']}")
@@ -180,8 +193,10 @@ def _failed_pod_lines(rest: Rest, job: dict[str, Any]) -> list[str]:
             if message:
                 lines += [f"                    message: {line}" for line in message.splitlines()]
         lines.append(
-            f"                  logs: kubectl logs -n {meta['namespace']} {pod['metadata']['name']}"
-            " --all-containers"
+            f"                  logs: {logs_hint}"
+            if logs_hint
+            else f"                  logs: kubectl logs -n {meta['namespace']} "
+            f"{pod['metadata']['name']} --all-containers"
         )
     if len(failed) > MAX_FAILED_PODS:
         lines.append(
