@@ -621,7 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argcomplete
 
     parser = build_parser()
-    argcomplete.autocomplete(parser)  # returns at once unless a shell asks for completions
+    # Returns at once unless a shell asks for completions; options only after a "-", as kubectl.
+    argcomplete.autocomplete(parser, always_complete_options=False)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 
@@ -645,7 +646,12 @@ def complete(words: Sequence[str]) -> list[str]:
     os.environ.update(env)
     out = io.StringIO()
     try:
-        argcomplete.autocomplete(build_parser(), output_stream=out, exit_method=lambda _: None)
+        argcomplete.autocomplete(
+            build_parser(),
+            output_stream=out,
+            exit_method=lambda _: None,
+            always_complete_options=False,
+        )
     finally:
         for key, value in saved.items():
             if value is None:
