@@ -102,7 +102,10 @@ def test_list_takes_the_namespace_from_the_kubeconfig_context(
     ]
     by_name = {r["NAME"]: r for r in rows}
     assert set(by_name) == {"bad", "ok"}
-    for name, phase, reason in (("ok", "Succeeded", "JobSucceeded"), ("bad", "Failed", "JobFailed")):
+    for name, phase, reason in (
+        ("ok", "Succeeded", "JobSucceeded"),
+        ("bad", "Failed", "JobFailed"),
+    ):
         task = engine.task(name)
         assert by_name[name]["PHASE"] == phase
         assert by_name[name]["REASON"] == reason
@@ -157,9 +160,7 @@ def test_wait_for_a_phase(control_plane, engine, controller, log_kubelet, contex
     engine.create(b.never_starting(objects.function("stuck")))
     engine.create(objects.local_mpe("local"))
     engine.create(objects.task("t", workflow_name="wf", function_name="slow", mpe_name="local"))
-    done = run(
-        "kubectl taskfsm wait t --for=phase=Succeeded --timeout 90", context_kubeconfig
-    )
+    done = run("kubectl taskfsm wait t --for=phase=Succeeded --timeout 90", context_kubeconfig)
     assert done.stdout.strip() == f"task.{c.GROUP}/t condition met (phase=Succeeded)"
     assert engine.phase("t") == "Succeeded"
     condition = run("taskfsm wait t --for=condition=Complete --timeout 5", context_kubeconfig)
