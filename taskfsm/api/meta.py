@@ -203,7 +203,7 @@ class Condition(K8sModel):
     """A human-readable message for the last transition."""
 
 
-CONDITIONS_LIST_MAP: Final = {
+CONDITIONS_LIST_MAP: Final[JsonDict] = {
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["type"],
 }
