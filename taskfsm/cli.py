@@ -315,6 +315,12 @@ def cmd_wait(args: argparse.Namespace) -> int:
     return tasks.wait_main(_rest(args), namespace, args.task, spec, args.timeout)
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    from taskfsm.tools.ui import server
+
+    return server.main(_rest(args), _namespace(args), port=args.port, context=args.context or "")
+
+
 def cmd_completion(args: argparse.Namespace) -> int:
     from argcomplete.shell_integration import shellcode
 
@@ -585,6 +591,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wait.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
     wait.set_defaults(func=cmd_wait)
+
+    ui = sub.add_parser(
+        "ui",
+        help="a local read-only web page: the lifecycles with the cluster's Tasks on them, live",
+        description="Serve a read-only page on 127.0.0.1 (a free port, printed; opens nothing): "
+        "the Task and Workflow charts with each state's live count, the Tasks in a state, a "
+        "Task's path, Events, Job, pods and log tail. Uses your kubeconfig and RBAC; Ctrl-C "
+        "stops. docs/ui.md.",
+    )
+    _add_kube_flags(ui)
+    _add_namespace_flags(ui, all_namespaces=True)
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ui.set_defaults(func=cmd_ui)
 
     completion = sub.add_parser(
         "completion",

@@ -215,32 +215,97 @@ def _last_failure(container: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _event_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
-    """The Task's most recent Events, oldest first (as ``kubectl describe`` lists them)."""
+def task_events(rest: Rest, task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Task's Events, oldest first (as ``kubectl describe`` lists them); raises
+    ``KubeError`` when they cannot be read."""
     meta = task["metadata"]
     selector = f"regarding.kind={c.KIND_TASK},regarding.name={meta['name']}"
     if meta.get("uid"):
         selector += f",regarding.uid={meta['uid']}"
-    try:
-        events = _list(rest, EVENTS, meta["namespace"], field_selector=selector)
-    except KubeError as exc:
-        return [f"  Events:     could not read them: {exc}"]
-    if not events:
-        return ["  Events:     (none)"]
+    events = _list(rest, EVENTS, meta["namespace"], field_selector=selector)
     events.sort(key=_event_order)
+    return events
+
+
+def event_row(event: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(time, type, reason, note) of an Event as explain shows it (repeats counted)."""
+    count = (event.get("series") or {}).get("count") or event.get("deprecatedCount") or 1
+    repeat = f" (x{count})" if count > 1 else ""
+    note = " ".join((event.get("note") or "").split())
+    return (
+        _event_time(event) or "?",
+        event.get("type") or "",
+        event.get("reason") or "",
+        note + repeat,
+    )
+
+
+def phase_path(task: dict[str, Any], events: list[dict[str, Any]] | None) -> list[str]:
+    """The phases the Task went through, oldest first (``""``: new, before its first phase).
+
+    From the controller's phase-change Events (each note is the path of one reconcile,
+    ``JobPending -> Running: ...``) while they last; Events expire (one hour by default), so
+    without them the path is rebuilt from what the status keeps: ``queuedTime`` (Initializing),
+    the ``Initialized`` condition (JobPending), ``startTime`` (Running), and the phase itself.
+    """
+    status = task.get("status") or {}
+    phase = status.get("phase") or ""
+    path = [""]
+
+    def step(name: str) -> None:
+        if name != path[-1]:
+            path.append(name)
+
+    known = {"", *(p.value for p in c.TaskPhase)}
+    for event in events or []:
+        note = (event.get("note") or "").split(":", 1)[0]
+        if event.get("reason") not in known or " -> " not in note:
+            continue
+        for name in note.split(" -> "):
+            name = "" if name.strip() == "(new)" else name.strip()
+            if name in known and name:
+                step(name)
+    if len(path) == 1 and phase:
+        initialized = (
+            next(
+                (x for x in status.get("conditions") or [] if x.get("type") == "Initialized"),
+                None,
+            )
+            or {}
+        )
+        if status.get("queuedTime") or phase:
+            step(c.TaskPhase.INITIALIZING.value)
+        if initialized.get("status") == "True" or status.get("startTime"):
+            step(c.TaskPhase.JOB_PENDING.value)
+        if status.get("startTime"):
+            step(c.TaskPhase.RUNNING.value)
+    if phase:
+        step(phase)
+    return path
+
+
+def _event_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
+    """The Task's path and its most recent Events, oldest first."""
+    try:
+        events = task_events(rest, task)
+    except KubeError as exc:
+        path = phase_path(task, None)
+        return [
+            f"  Path:       {' -> '.join(p or '(new)' for p in path)} (from its status)",
+            f"  Events:     could not read them: {exc}",
+        ]
+    path = phase_path(task, events)
+    lines = [f"  Path:       {' -> '.join(p or '(new)' for p in path)}"]
+    if not events:
+        return [*lines, "  Events:     (none)"]
     shown = events[-RECENT_EVENTS:]
-    lines = [
+    lines.append(
         "  Events:"
         + (f" ({len(events) - len(shown)} older not shown)" if len(events) > len(shown) else "")
-    ]
+    )
     for event in shown:
-        count = (event.get("series") or {}).get("count") or event.get("deprecatedCount") or 1
-        repeat = f" (x{count})" if count > 1 else ""
-        note = " ".join((event.get("note") or "").split())
-        lines.append(
-            f"    {_event_time(event) or '?':<20} {event.get('type') or '':<8}"
-            f" {event.get('reason') or '':<16} {note}{repeat}"
-        )
+        when, type_, reason, note = event_row(event)
+        lines.append(f"    {when:<20} {type_:<8} {reason:<16} {note}")
     return lines
 
 
