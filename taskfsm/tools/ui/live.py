@@ -200,8 +200,8 @@ class LiveModel:
                     "chart": move.chart,
                     "namespace": move.namespace,
                     "name": move.name,
-                    "from": move.source_phase,
-                    "to": move.target_phase,
+                    "from": _label(move.chart, move.source),
+                    "to": _label(move.chart, move.target),
                     "fromState": move.source,
                     "toState": move.target,
                 }
@@ -221,6 +221,15 @@ class LiveModel:
     def tasks_of_workflow(self, namespace: str, name: str) -> list[dict[str, Any]]:
         found = self.informers["task"].by_index("workflow", f"{namespace}/{name}")
         return sorted(found, key=lambda o: o["metadata"]["name"])
+
+
+def _label(chart: str, state: str) -> str:
+    """A state as the move list names it: its phase (``New`` before the first), or
+    ``Deleting``."""
+    for phase, state_id in charts.CHARTS[chart].phase_states.items():
+        if state_id == state:
+            return phase or "New"
+    return state.replace("_", " ").capitalize()
 
 
 def _workflow_key(task: dict[str, Any]) -> str | None:

@@ -228,7 +228,7 @@ async function overview(main) {
             new Date(m.at * 1000).toLocaleTimeString(),
             " ",
             m.chart === "task" ? link(taskHref(m.namespace, m.name), m.name) : link(workflowHref(m.namespace, m.name), m.name),
-            ` (${m.chart}, ${m.namespace}): ${m.from || "New"} → ${m.to || "New"}`,
+            ` (${m.chart}, ${m.namespace}): ${m.from} → ${m.to}`,
           ),
         ),
     );
