@@ -97,10 +97,14 @@ def test_overview_counts_follow_the_cluster(
     engine.create(objects.task("c", workflow_name="wf", function_name="stuck", mpe_name="local"))
 
     def settled() -> bool:
-        return page_counts(page, "task") == cluster_counts(api_client, namespace, "phases") == {
-            "succeeded": 2,
-            "running": 1,
-        }
+        return (
+            page_counts(page, "task")
+            == cluster_counts(api_client, namespace, "phases")
+            == {
+                "succeeded": 2,
+                "running": 1,
+            }
+        )
 
     wait_for(settled, timeout=90, what="the overview showing 2 Succeeded and 1 Running")
     recent = page.eval_on_selector_all(
@@ -125,8 +129,10 @@ def test_overview_counts_follow_the_cluster(
         "engine.nagare.media", "v1alpha1", namespace, "tasks", "a"
     )
     wait_for(
-        lambda: page_counts(page, "task").get("succeeded") == 1
-        and page_counts(page, "task") == cluster_counts(api_client, namespace, "lifecycle"),
+        lambda: (
+            page_counts(page, "task").get("succeeded") == 1
+            and page_counts(page, "task") == cluster_counts(api_client, namespace, "lifecycle")
+        ),
         timeout=60,
         what="the deleted Task gone from the counts",
     )
@@ -203,9 +209,7 @@ def test_hostile_strings_are_shown_as_text(engine, api_client, namespace, ui, pa
     """A Task and Workflow whose human-readable names, description, labels and an Event note hold
     HTML and script: every page shows them as the literal text, no script runs (no dialog), no
     element is injected, and every answer carries the Content-Security-Policy."""
-    engine.create(
-        objects.workflow("wf", humanReadable={"name": HOSTILE, "description": HOSTILE})
-    )
+    engine.create(objects.workflow("wf", humanReadable={"name": HOSTILE, "description": HOSTILE}))
     task = objects.task(
         "x-script-alert-1",
         workflow_name="wf",

@@ -4,7 +4,8 @@ each Python version ``requires-python`` claims -- and its commands run there.
 The wheel is built from this checkout (`uv build`), installed with its pinned dependencies from
 PyPI into a venv of Python 3.11 and one of 3.12 (found on PATH, under pyenv, or installed with
 `uv python install`; none found fails the test), and each venv's `taskfsm --version`,
-`taskfsm list --help`, `kubectl-taskfsm --version` and `taskfsm ui --help` run. The claimed
+`taskfsm list --help`, `kubectl-taskfsm --version` and `taskfsm ui --help` run, and the UI's
+charts and script load from the installed package. The claimed
 versions are read from pyproject.toml, so widening `requires-python` without testing the new
 version fails here.
 """
@@ -123,3 +124,12 @@ def test_wheel_installs_and_runs_on(version: str, wheel: Path, tmp_path: Path) -
     assert "--all-namespaces" in run("taskfsm", "list", "--help")
     assert run("kubectl-taskfsm", "--version").strip() == f"taskfsm {__version__}"
     assert "list" in run("kubectl_complete-taskfsm", "li")
+    assert "--port" in run("taskfsm", "ui", "--help")
+    # The UI's charts and page come from the wheel (no checkout, no Graphviz needed).
+    sizes = run(
+        "python",
+        "-c",
+        "from taskfsm.tools.ui import charts, server; "
+        "print(len(charts.svg('task', 'phases')), len(server._static('app.js')))",
+    )
+    assert all(int(n) > 1000 for n in sizes.split()), sizes

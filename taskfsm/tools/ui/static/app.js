@@ -283,7 +283,14 @@ async function statePage(main, chart, view, state) {
   });
 }
 
+function readAt() {
+  const badge = document.getElementById("live");
+  badge.textContent = `as of ${new Date().toLocaleTimeString()} (reload for news)`;
+  badge.className = "live-on";
+}
+
 async function taskPage(main, namespace, name) {
+  readAt();
   let facts;
   try {
     facts = await getJSON(`/api/task/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`);
@@ -355,6 +362,7 @@ async function taskPage(main, namespace, name) {
 }
 
 async function workflowPage(main, namespace, name) {
+  readAt();
   let facts;
   try {
     facts = await getJSON(`/api/workflow/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`);
