@@ -67,6 +67,7 @@ class UiProcess:
         )
         lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
+        self.stderr_text = ""
 
         def pump() -> None:
             assert self.proc.stdout is not None
@@ -79,17 +80,14 @@ class UiProcess:
             first = lines.get(timeout=timeout)
         except queue.Empty:
             self.stop()
-            raise RuntimeError(f"taskfsm ui printed nothing in {timeout}s: {self.stderr()}")
+            raise RuntimeError(
+                f"taskfsm ui printed nothing in {timeout}s: {self.stderr_text}"
+            ) from None
         if not first.startswith("taskfsm ui: http://127.0.0.1:"):
             self.stop()
-            raise RuntimeError(f"unexpected first line {first!r}: {self.stderr()}")
+            raise RuntimeError(f"unexpected first line {first!r}: {self.stderr_text}")
         self.first_line = first.rstrip("\n")
         self.url = first.split()[2].rstrip("/")
-
-    def stderr(self) -> str:
-        if self.proc.poll() is None or self.proc.stderr is None or self.proc.stderr.closed:
-            return ""
-        return self.proc.stderr.read()
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -99,6 +97,8 @@ class UiProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
+            self.stderr_text = self.proc.stderr.read()[-4000:]
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
