@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -290,3 +291,32 @@ def test_shell_completion_through_kubectl(control_plane, engine, two_tasks, cont
     assert "complete" in code
     assert "kubectl-taskfsm" in code
     assert "taskfsm" in code
+
+
+def test_kubectl_taskfsm_ui_serves_the_context_namespace(
+    control_plane, namespace, crds, context_kubeconfig
+):
+    """`kubectl taskfsm ui` (the plugin) prints its loopback URL and serves the kubeconfig
+    context's namespace; SIGTERM stops it with exit 0."""
+    proc = subprocess.Popen(
+        ["bash", "-c", "exec kubectl taskfsm ui"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=kubetools.REPO_ROOT,
+        env=kubetools.environment(context_kubeconfig, with_helm=False),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert re.fullmatch(
+            rf"taskfsm ui: http://127\.0\.0\.1:\d+/ \(namespace {namespace}; read-only; Ctrl-C stops\)\n",
+            line,
+        ), line
+        url = line.split()[2]
+        with urllib.request.urlopen(url + "api/meta") as answer:
+            assert json.loads(answer.read())["namespace"] == namespace
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
