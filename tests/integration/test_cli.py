@@ -318,5 +318,5 @@ def test_kubectl_taskfsm_ui_serves_the_context_namespace(
             assert json.loads(answer.read())["namespace"] == namespace
     finally:
         proc.terminate()
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
