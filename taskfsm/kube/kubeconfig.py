@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import yaml
 from kubernetes import config
 from kubernetes.config import ConfigException
 
@@ -35,6 +36,20 @@ def _kubeconfig_path(path: str | None) -> str | None:
     return str(default) if default.exists() else None
 
 
+def _current_context(kubeconfig: str) -> str | None:
+    """kubectl's current context of a ``:``-joined kubeconfig list: the first file's that names
+    one (the client library's merge lets a later file win, so it is resolved here, once, for
+    both the client and the namespace)."""
+    for name in kubeconfig.split(os.pathsep):
+        try:
+            data = yaml.safe_load(Path(name).expanduser().read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(data, dict) and data.get("current-context"):
+            return str(data["current-context"])
+    return None
+
+
 def user_client(path: str | None = None, context: str | None = None) -> kube_client.ApiClient:
     """An API client with the user's own credentials (see the module docstring).
 
@@ -43,7 +58,9 @@ def user_client(path: str | None = None, context: str | None = None) -> kube_cli
     """
     kubeconfig = _kubeconfig_path(path)
     if kubeconfig is not None:
-        return kube_client.from_kubeconfig(kubeconfig, context=context)
+        return kube_client.from_kubeconfig(
+            kubeconfig, context=context or _current_context(kubeconfig)
+        )
     try:
         return kube_client.in_cluster()
     except ConfigException:
@@ -65,8 +82,9 @@ def user_namespace(path: str | None = None, context: str | None = None) -> str:
         contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
     except (ConfigException, OSError):
         return "default"  # user_client reports the unusable kubeconfig
-    chosen = next((ctx for ctx in contexts or [] if ctx.get("name") == context), None)
-    if context is None:
+    wanted = context or _current_context(kubeconfig)
+    chosen = next((ctx for ctx in contexts or [] if ctx.get("name") == wanted), None)
+    if wanted is None:
         chosen = active
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
     return str(namespace) if namespace else "default"
