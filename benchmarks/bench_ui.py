@@ -244,6 +244,8 @@ def render(runs: list[dict[str, Any]], meta: dict[str, str]) -> str:
         if not values:
             return "-"
         middle = statistics.median(values)
+        if all(isinstance(v, int) for v in values):
+            return f"{middle:,.0f}"
         spread = f" ({min(values):.1f}-{max(values):.1f})" if len(values) > 1 else ""
         return f"{middle:.1f}{spread}"
 

@@ -5,8 +5,8 @@ and ``docs/images/ui-task.png`` (a Task page).
 
 Starts its own local control plane, the controller (in this process) and a simulated kubelet
 that serves logs, creates a Workflow whose Tasks end in different phases (one still running, one
-failed, the rest succeeded), starts ``taskfsm ui -n`` on it and photographs the two pages in
-Debian's headless Chromium (tests/support/ui.py). Takes about a minute.
+failed, the rest succeeded) while ``taskfsm ui -n`` watches (so the moves are emphasised), and
+photographs the two pages in Debian's headless Chromium (tests/support/ui.py). About a minute.
 """
 
 from __future__ import annotations
@@ -75,8 +75,16 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings(namespace=NAMESPACE, metrics_address=None, health_address=None)
         controller = Controller(api, settings).start()
         try:
-            with SimulatedKubelet(api, namespace=NAMESPACE, logs=True):
-                populate(api)
+            with (
+                SimulatedKubelet(api, namespace=NAMESPACE, logs=True),
+                UiProcess(plane.kubeconfig, "-n", NAMESPACE) as ui,
+                sync_playwright() as pw,
+            ):
+                browser = launch_chromium(pw)
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                page.goto(ui.url + "/")
+                page.wait_for_selector("body[data-synced=true]")
+                populate(api)  # while the page watches: the moves are emphasised
                 rest = Rest(api)
 
                 def phases() -> list[str]:
@@ -90,17 +98,12 @@ def main(argv: list[str] | None = None) -> int:
                     timeout=120,
                     what="the sample Tasks in their phases",
                 )
-                with UiProcess(plane.kubeconfig, "-n", NAMESPACE) as ui, sync_playwright() as pw:
-                    browser = launch_chromium(pw)
-                    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                    page.goto(ui.url + "/")
-                    page.wait_for_selector("body[data-synced=true]")
-                    time.sleep(1)
-                    page.screenshot(path=str(args.out / "ui-overview.png"), full_page=False)
-                    page.goto(f"{ui.url}/task/{NAMESPACE}/transcode-1080p")
-                    page.wait_for_selector("body[data-ready=true]")
-                    page.screenshot(path=str(args.out / "ui-task.png"), full_page=False)
-                    browser.close()
+                time.sleep(2)  # the page's next event-stream message
+                page.screenshot(path=str(args.out / "ui-overview.png"), full_page=False)
+                page.goto(f"{ui.url}/task/{NAMESPACE}/transcode-1080p")
+                page.wait_for_selector("body[data-ready=true]")
+                page.screenshot(path=str(args.out / "ui-task.png"), full_page=False)
+                browser.close()
         finally:
             controller.stop()
     for name in ("ui-overview.png", "ui-task.png"):
