@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from taskfsm.kube.errors import NotFound
+from taskfsm.kube.errors import KubeError
 from taskfsm.kube.rest import PODS, Resource, Rest
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -105,7 +105,7 @@ class LogServer:
             container.ended.set()
         self._server.shutdown()
         self._server.server_close()
-        with contextlib.suppress(NotFound):
+        with contextlib.suppress(KubeError):  # gone already, or the control plane stopped first
             self.rest.delete(NODES, None, self.node)
         self._dir.cleanup()
 
