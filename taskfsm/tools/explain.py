@@ -108,7 +108,7 @@ def task_lines(rest: Rest, task: dict[str, Any], diagram_format: str = "text") -
     lines += _conditions(status)
     for label, key in (("MPE", "mediaProcessingEntityRef"), ("Function", "functionRef")):
         ref = status.get(key)
-        lines.append(f"  {label + ':':<11} {_ref_text(ref) if ref else '(not chosen yet)'}")
+        lines.append(f"  {label + ':':<11} {ref_text(ref) if ref else '(not chosen yet)'}")
     lines += _job_lines(rest, task)
     lines += _event_lines(rest, task)
     lines += _diagram_lines(
@@ -464,7 +464,8 @@ def _policy(task: dict[str, Any]) -> str:
     return policy.get("defaultAction") or "FailWorkflow"
 
 
-def _ref_text(ref: dict[str, Any]) -> str:
+def ref_text(ref: dict[str, Any]) -> str:
+    """A status reference as explain (and the UI's Task page) shows it: ``Kind ns/name``."""
     where = f"{ref['namespace']}/" if ref.get("namespace") else ""
     return f"{ref.get('kind', '?')} {where}{ref.get('name', '?')}"
 

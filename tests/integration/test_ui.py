@@ -208,7 +208,19 @@ def test_state_task_and_workflow_pages(
 def test_hostile_strings_are_shown_as_text(engine, api_client, namespace, ui, page):
     """A Task and Workflow whose human-readable names, description, labels and an Event note hold
     HTML and script: every page shows them as the literal text, no script runs (no dialog), no
-    element is injected, and every answer carries the Content-Security-Policy."""
+    element is injected, and every answer carries the Content-Security-Policy. (Object names and
+    label values cannot hold markup: the API server refuses them, checked first; the free-text
+    fields can.)"""
+    from taskfsm.kube.errors import Invalid
+
+    with pytest.raises(Invalid):
+        Rest(api_client).create(
+            TASKS, namespace, objects.task("<script>alert(1)</script>", workflow_name="wf")
+        )
+    labelled = objects.task("labelled", workflow_name="wf")
+    labelled["metadata"]["labels"] = {"x": "<b>"}
+    with pytest.raises(Invalid):
+        Rest(api_client).create(TASKS, namespace, labelled)
     engine.create(objects.workflow("wf", humanReadable={"name": HOSTILE, "description": HOSTILE}))
     task = objects.task(
         "x-script-alert-1",

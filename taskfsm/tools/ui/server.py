@@ -200,7 +200,7 @@ def task_facts(rest: Rest, namespace: str, name: str) -> dict[str, Any]:
             if status.get(k)
         },
         "refs": {
-            label: explain._ref_text(status[key])  # same text as explain
+            label: explain.ref_text(status[key])  # the same text as explain
             for label, key in (
                 ("MediaProcessingEntity", "mediaProcessingEntityRef"),
                 ("Function", "functionRef"),
