@@ -86,6 +86,17 @@ def _namespace(args: argparse.Namespace) -> str | None:
     return str(args.namespace or user_namespace(args.kubeconfig, args.context))
 
 
+def _duration(text: str) -> float:
+    """``--timeout``: seconds (``90``), or with kubectl's units (``90s``, ``5m``, ``1h``)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30, 90s, 5m)") from None
+
+
 def _rest(args: argparse.Namespace) -> Rest:
     from taskfsm.kube.rest import Rest
 

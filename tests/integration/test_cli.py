@@ -161,7 +161,7 @@ def test_wait_for_a_phase(control_plane, engine, controller, log_kubelet, contex
     engine.create(b.never_starting(objects.function("stuck")))
     engine.create(objects.local_mpe("local"))
     engine.create(objects.task("t", workflow_name="wf", function_name="slow", mpe_name="local"))
-    done = run("kubectl taskfsm wait t --for=phase=Succeeded --timeout 90", context_kubeconfig)
+    done = run("kubectl taskfsm wait t --for=phase=Succeeded --timeout 90s", context_kubeconfig)
     assert done.stdout.strip() == f"task.{c.GROUP}/t condition met (phase=Succeeded)"
     assert engine.phase("t") == "Succeeded"
     condition = run("taskfsm wait t --for=condition=Complete --timeout 5", context_kubeconfig)

@@ -201,3 +201,17 @@ def test_moves_age_out_of_the_emphasis() -> None:
 
 def test_cli_outputs_match_the_tools() -> None:
     assert cli.OUTPUTS == tasks.OUTPUTS
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30", 30.0), ("90s", 90.0), ("5m", 300.0), ("1h", 3600.0), ("1.5", 1.5)]
+)
+def test_wait_timeout_takes_kubectl_durations(text: str, seconds: float) -> None:
+    args = cli.build_parser().parse_args(["wait", "t", "--timeout", text])
+    assert args.timeout == seconds
+
+
+def test_wait_timeout_refuses_other_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["wait", "t", "--timeout", "soon"])
+    assert "not a duration: 'soon'" in capsys.readouterr().err
