@@ -600,7 +600,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="phase=PHASE, condition=TYPE[=STATUS] or delete (default phase=Succeeded); a "
         "Task that ends in another terminal phase ends the wait with exit 1",
     )
-    wait.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
+    wait.add_argument(
+        "--timeout",
+        type=_duration,
+        default=30.0,
+        help="how long to wait: seconds, or as kubectl writes it (90s, 5m, 1h; default 30s)",
+    )
     wait.set_defaults(func=cmd_wait)
 
     ui = sub.add_parser(
