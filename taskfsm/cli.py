@@ -9,7 +9,7 @@ Job and Secret a Task would produce, offline), ``completion`` (shell completion 
 
 The user-facing verbs take kubectl's flags and rules (``--kubeconfig``, ``--context``, ``-n``
 defaulting to the kubeconfig context's namespace, ``-A``, ``-o``;
-:mod:`taskfsm.kube.kubeconfig`), so ``taskfsm list`` and ``kubectl taskfsm list`` (the
+:mod:`taskfsm.kube.user_access`), so ``taskfsm list`` and ``kubectl taskfsm list`` (the
 ``kubectl-taskfsm`` plugin) show the same Tasks as ``kubectl get tasks``.
 
 Shell completion uses argcomplete (PyPI): it completes from this parser, so the flags never drift
@@ -67,7 +67,7 @@ def _add_task_argument(parser: argparse.ArgumentParser, name: str = "task", **op
 
 
 def _api_client(args: argparse.Namespace) -> ApiClient:
-    from taskfsm.kube.kubeconfig import ConfigException, NoClusterAccess, user_client
+    from taskfsm.kube.user_access import ConfigException, NoClusterAccess, user_client
 
     try:
         return user_client(args.kubeconfig, args.context)
@@ -79,7 +79,7 @@ def _api_client(args: argparse.Namespace) -> ApiClient:
 
 def _namespace(args: argparse.Namespace) -> str | None:
     """``-n``, else None with ``-A``, else the kubeconfig context's namespace."""
-    from taskfsm.kube.kubeconfig import user_namespace
+    from taskfsm.kube.user_access import user_namespace
 
     if getattr(args, "all_namespaces", False):
         return None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taskfsm.kube.kubeconfig import user_namespace
+from taskfsm.kube.user_access import user_namespace
 
 
 def kubeconfig(path: Path, contexts: dict[str, str | None], current: str) -> Path:
