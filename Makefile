@@ -25,5 +25,6 @@ test-fast: ## run only the tests that need no control plane
 
 bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min); writes docs/benchmarks.md
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
+	$(PY) benchmarks/bench_ui.py
 
 .PHONY: help setup demo test lint test-fast bench

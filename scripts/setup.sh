@@ -20,10 +20,13 @@ else
   fi
   UV=(python3 -m uv)
 fi
-# Debian packages: graphviz (`dot`, the diagrams) and mmdebstrap (the image test's root filesystem).
+# Debian packages: graphviz (`dot`, the diagrams), mmdebstrap (the image test's root filesystem) and
+# chromium (the headless browser tests/integration/test_ui.py and `make bench` drive through
+# Playwright; Playwright's own browser download is never used).
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)" >&2
   as_root=()

@@ -1,8 +1,23 @@
+# PYTHON_ARGCOMPLETE_OK
 """The ``taskfsm`` command line: thin wrappers over the library (``taskfsm --help``).
 
 Commands: ``run`` (the controller), ``demo`` (everything on a local control plane), ``diagram``
-(render the lifecycle), ``crds`` (print the CRDs), ``explain`` (a Task's state, with the lifecycle
-diagram), ``render-job`` (the Job and Secret a Task would produce, offline).
+(render the lifecycle), ``crds`` (print the CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as
+``argo`` and ``tkn`` show theirs), ``explain`` (a Task's state, with the lifecycle diagram),
+``ui`` (the lifecycle with the cluster's Tasks on it, in a local web page), ``render-job`` (the
+Job and Secret a Task would produce, offline), ``completion`` (shell completion code).
+
+The user-facing verbs take kubectl's flags and rules (``--kubeconfig``, ``--context``, ``-n``
+defaulting to the kubeconfig context's namespace, ``-A``, ``-o``;
+:mod:`taskfsm.kube.user_access`), so ``taskfsm list`` and ``kubectl taskfsm list`` (the
+``kubectl-taskfsm`` plugin) show the same Tasks as ``kubectl get tasks``.
+
+Shell completion uses argcomplete (PyPI): it completes from this parser, so the flags never drift
+from the completion code, and it completes Task names from the cluster, which argparse alone
+cannot do and a completion script generated once (shtab) cannot either. ``taskfsm completion
+bash|zsh|fish`` prints the code to source; ``kubectl taskfsm <TAB>`` is served by the
+``kubectl_complete-taskfsm`` executable kubectl looks for (:func:`kubectl_complete`). The
+``PYTHON_ARGCOMPLETE_OK`` marker above lets argcomplete's global activation find this module.
 """
 
 from __future__ import annotations
@@ -17,12 +32,16 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from taskfsm import __version__
 
+OUTPUTS = ("wide", "json", "yaml", "name")
+"""What ``-o`` takes (taskfsm.tools.tasks.OUTPUTS; repeated so ``--help`` imports nothing)."""
+
 if TYPE_CHECKING:
     from taskfsm.kube.client import ApiClient
+    from taskfsm.kube.rest import Rest
 
 
 def _add_kube_flags(parser: argparse.ArgumentParser) -> None:
@@ -32,22 +51,68 @@ def _add_kube_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", help="kubeconfig context to use")
 
 
-def _api_client(args: argparse.Namespace) -> ApiClient:
-    from taskfsm.kube import client as kube_client
-    from taskfsm.kube.client import ConfigException
+def _add_namespace_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool) -> None:
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        help="namespace (default: the kubeconfig context's namespace, else default)",
+    )
+    if all_namespaces:
+        parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
 
-    if (
-        args.kubeconfig
-        or os.environ.get("KUBECONFIG")
-        or Path("~/.kube/config").expanduser().exists()
-    ):
-        return kube_client.from_kubeconfig(args.kubeconfig, context=args.context)
+
+def _add_task_argument(parser: argparse.ArgumentParser, name: str = "task", **options: Any) -> None:
+    action = parser.add_argument(name, **{"help": "Task name", **options})
+    action.completer = _complete_tasks  # type: ignore[attr-defined]  # argcomplete's hook
+
+
+def _api_client(args: argparse.Namespace) -> ApiClient:
+    from taskfsm.kube.user_access import ConfigException, NoClusterAccess, user_client
+
     try:
-        return kube_client.in_cluster()
-    except ConfigException:
-        raise SystemExit(
-            "no kubeconfig found and not running in a cluster: pass --kubeconfig"
-        ) from None
+        return user_client(args.kubeconfig, args.context)
+    except NoClusterAccess as exc:
+        raise SystemExit(f"taskfsm: {exc}") from None
+    except ConfigException as exc:
+        raise SystemExit(f"taskfsm: the kubeconfig cannot be used: {exc}") from None
+
+
+def _namespace(args: argparse.Namespace) -> str | None:
+    """``-n``, else None with ``-A``, else the kubeconfig context's namespace."""
+    from taskfsm.kube.user_access import user_namespace
+
+    if getattr(args, "all_namespaces", False):
+        return None
+    return str(args.namespace or user_namespace(args.kubeconfig, args.context))
+
+
+def _duration(text: str) -> float:
+    """``--timeout``: seconds (``90``), or with kubectl's units (``90s``, ``5m``, ``1h``)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30, 90s, 5m)") from None
+
+
+def _rest(args: argparse.Namespace) -> Rest:
+    from taskfsm.kube.rest import Rest
+
+    return Rest(_api_client(args))
+
+
+def _complete_tasks(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+    """Task names of the namespace the command line names (argcomplete completer)."""
+    try:
+        from taskfsm.kube.resources import TASKS
+
+        found = _rest(parsed_args).list(TASKS, _namespace(parsed_args), limit=500)
+        names = [t["metadata"]["name"] for t in found.get("items") or []]
+    except (Exception, SystemExit):  # completion must never print a traceback into the shell
+        return []
+    return [name for name in names if name.startswith(prefix)]
 
 
 def exit_after_stop(code: int) -> NoReturn:
@@ -216,9 +281,75 @@ def cmd_crds(_args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from taskfsm.tools import explain
 
+    namespace = _namespace(args)
+    assert namespace is not None
     return explain.main(
-        _api_client(args), namespace=args.namespace, name=args.task, diagram_format=args.diagram
+        _api_client(args), namespace=namespace, name=args.task, diagram_format=args.diagram
     )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from taskfsm.tools import tasks
+
+    return tasks.list_main(
+        _rest(args),
+        _namespace(args),
+        args.output,
+        workflow=args.workflow,
+        phase=args.phase,
+        label_selector=args.selector,
+    )
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    from taskfsm.tools import tasks
+
+    namespace = _namespace(args)
+    assert namespace is not None
+    return tasks.get_main(_rest(args), namespace, args.tasks, args.output)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from taskfsm.tools import logs
+
+    namespace = _namespace(args)
+    assert namespace is not None
+    try:
+        return logs.logs_main(
+            _rest(args),
+            namespace,
+            args.task,
+            follow=args.follow,
+            tail=args.tail,
+            container=args.container,
+        )
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from taskfsm.tools import tasks
+
+    namespace = _namespace(args)
+    assert namespace is not None
+    try:
+        spec = tasks.WaitSpec(args.wait_for)
+    except ValueError as exc:
+        raise SystemExit(f"taskfsm wait: {exc}") from None
+    return tasks.wait_main(_rest(args), namespace, args.task, spec, args.timeout)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from taskfsm.tools.ui import server
+
+    return server.main(_rest(args), _namespace(args), port=args.port, context=args.context or "")
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from argcomplete.shell_integration import shellcode
+
+    print(shellcode(["taskfsm", "kubectl-taskfsm"], shell=args.shell), end="")
+    return 0
 
 
 def cmd_render_job(args: argparse.Namespace) -> int:
@@ -459,8 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="show a Task's (or Workflow's) phase, conditions, refs, Job and lifecycle position",
     )
     _add_kube_flags(explain)
-    explain.add_argument("task", help="Task name, or workflow/NAME for a Workflow")
-    explain.add_argument("-n", "--namespace", default="default")
+    _add_task_argument(explain, help="Task name, or workflow/NAME for a Workflow")
+    _add_namespace_flags(explain, all_namespaces=False)
     explain.add_argument(
         "--diagram",
         choices=("text", "mermaid", "none"),
@@ -468,6 +599,86 @@ def build_parser() -> argparse.ArgumentParser:
         help="how to show the lifecycle",
     )
     explain.set_defaults(func=cmd_explain)
+
+    output_help = "output format: wide (more columns), json, yaml, name (default: a table)"
+    list_ = sub.add_parser(
+        "list",
+        aliases=["ls"],
+        help="list Tasks: phase, reason, Workflow, MPE, Job, age",
+    )
+    _add_kube_flags(list_)
+    _add_namespace_flags(list_, all_namespaces=True)
+    list_.add_argument("-o", "--output", choices=OUTPUTS, help=output_help)
+    list_.add_argument("--workflow", help="only the Tasks of this Workflow")
+    list_.add_argument("--phase", help="only Tasks in this phase (New: not reconciled yet)")
+    list_.add_argument("-l", "--selector", help="label selector, as kubectl's -l")
+    list_.set_defaults(func=cmd_list)
+
+    get = sub.add_parser("get", help="show Tasks by name (-o json|yaml: the whole object)")
+    _add_kube_flags(get)
+    _add_namespace_flags(get, all_namespaces=False)
+    _add_task_argument(get, "tasks", nargs="+", help="Task names")
+    get.add_argument("-o", "--output", choices=OUTPUTS, help=output_help)
+    get.set_defaults(func=cmd_get)
+
+    logs = sub.add_parser(
+        "logs",
+        help="print the logs of a Task's Job pods (local or remote MediaProcessingEntity)",
+    )
+    _add_kube_flags(logs)
+    _add_namespace_flags(logs, all_namespaces=False)
+    _add_task_argument(logs)
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="wait for the Job and its pod, then stream the newest pod's log until it ends",
+    )
+    logs.add_argument("--tail", type=int, help="only the last N lines of each container")
+    logs.add_argument("-c", "--container", help="one container (default: every container)")
+    logs.set_defaults(func=cmd_logs)
+
+    wait = sub.add_parser(
+        "wait",
+        help="wait until a Task is in a phase or has a condition (watching, not polling)",
+    )
+    _add_kube_flags(wait)
+    _add_namespace_flags(wait, all_namespaces=False)
+    _add_task_argument(wait)
+    wait.add_argument(
+        "--for",
+        dest="wait_for",
+        default="phase=Succeeded",
+        help="phase=PHASE, condition=TYPE[=STATUS] or delete (default phase=Succeeded); a "
+        "Task that ends in another terminal phase ends the wait with exit 1",
+    )
+    wait.add_argument(
+        "--timeout",
+        type=_duration,
+        default=30.0,
+        help="how long to wait: seconds, or as kubectl writes it (90s, 5m, 1h; default 30s)",
+    )
+    wait.set_defaults(func=cmd_wait)
+
+    ui = sub.add_parser(
+        "ui",
+        help="a local read-only web page: the lifecycles with the cluster's Tasks on them, live",
+        description="Serve a read-only page on 127.0.0.1 (a free port, printed; opens nothing): "
+        "the Task and Workflow charts with each state's live count, the Tasks in a state, a "
+        "Task's path, Events, Job, pods and log tail. Uses your kubeconfig and RBAC; Ctrl-C "
+        "stops. docs/ui.md.",
+    )
+    _add_kube_flags(ui)
+    _add_namespace_flags(ui, all_namespaces=True)
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ui.set_defaults(func=cmd_ui)
+
+    completion = sub.add_parser(
+        "completion",
+        help='print shell completion code: eval "$(taskfsm completion bash)"',
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
+    completion.set_defaults(func=cmd_completion)
 
     render_job = sub.add_parser(
         "render-job",
@@ -494,8 +705,57 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    import argcomplete
+
+    parser = build_parser()
+    # Returns at once unless a shell asks for completions; options only after a "-", as kubectl.
+    argcomplete.autocomplete(parser, always_complete_options=False)
+    args = parser.parse_args(argv)
     return int(args.func(args) or 0)
+
+
+def complete(words: Sequence[str]) -> list[str]:
+    """What the shell would offer after ``taskfsm WORDS...``; the last word is the one being
+    completed ("" for a new word)."""
+    import io
+
+    import argcomplete
+
+    line = " ".join(["taskfsm", *words])
+    env = {
+        "_ARGCOMPLETE": "1",
+        "COMP_LINE": line,
+        "COMP_POINT": str(len(line)),
+        "_ARGCOMPLETE_IFS": "\n",
+        "_ARGCOMPLETE_SUPPRESS_SPACE": "1",
+    }
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    out = io.StringIO()
+    try:
+        argcomplete.autocomplete(
+            build_parser(),
+            output_stream=out,
+            exit_method=lambda _: None,
+            always_complete_options=False,
+        )
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return [word.strip() for word in out.getvalue().split("\n") if word.strip()]
+
+
+def kubectl_complete() -> int:
+    """``kubectl_complete-taskfsm``: kubectl runs it with the words after ``kubectl taskfsm``
+    (the last one being completed) and reads one completion per line, then ``:4`` (Cobra's
+    "no file completion" directive)."""
+    for word in complete(sys.argv[1:]):
+        print(word)
+    print(":4")
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ never the other way round.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -17,9 +18,11 @@ from machines.catalog import ChartClass
 from machines.task import chart as task_chart
 from machines.task import model as task_model
 from machines.task import observation as task_observation
+from machines.task.conditions import TerminalReason
 from machines.workflow import chart as workflow_chart
 from machines.workflow import model as workflow_model
 from machines.workflow import observation as workflow_observation
+from machines.workflow.conditions import WorkflowReason
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Chart:
         guard_names: every guard of `model`, in declaration order.
         effect_names: every effect of `model`, in declaration order.
         field_docs: returns `(name, type, doc)` for every observation field.
+        reasons: verdict name → the condition reason it writes (`note_job_failed` →
+            `JobFailed`): the labels of the user view's edges into a terminal phase.
     """
 
     machine: ChartClass
@@ -43,6 +48,7 @@ class Chart:
     guard_names: tuple[str, ...]
     effect_names: tuple[str, ...]
     field_docs: Callable[[], list[tuple[str, str, str]]]
+    reasons: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 TASK: Final = Chart(
@@ -53,6 +59,13 @@ TASK: Final = Chart(
     guard_names=task_model.GUARD_NAMES,
     effect_names=task_model.EFFECT_NAMES,
     field_docs=task_observation.field_docs,
+    reasons={
+        "note_job_succeeded": TerminalReason.JOB_SUCCEEDED.value,
+        "note_job_failed": TerminalReason.JOB_FAILED.value,
+        "note_workflow_terminated": TerminalReason.WORKFLOW_TERMINATED.value,
+        "note_job_lost": TerminalReason.JOB_LOST.value,
+        "note_job_pods_refused_for_good": TerminalReason.JOB_PODS_REFUSED.value,
+    },
 )
 """The Task lifecycle, the default of every renderer."""
 
@@ -64,5 +77,9 @@ WORKFLOW: Final = Chart(
     guard_names=workflow_model.GUARD_NAMES,
     effect_names=workflow_model.EFFECT_NAMES,
     field_docs=workflow_observation.field_docs,
+    reasons={
+        "note_task_failed": WorkflowReason.TASK_FAILED.value,
+        "note_completed": WorkflowReason.TASKS_COMPLETED.value,
+    },
 )
 """The Workflow lifecycle as the renderers see it."""

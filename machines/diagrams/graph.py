@@ -300,3 +300,100 @@ def render_contract_tables(chart: Chart = TASK) -> str:
         for name in chart.effect_names
     ]
     return "\n".join(rows) + "\n"
+
+
+# The user view: phases and reasons ---------------------------------------------------------
+
+
+def phase_edges(chart: Chart = TASK) -> dict[tuple[str, str], list[str]]:
+    """The user view's edges: (source, target) → labels, where both ends are states with a
+    `status.phase` or compound states holding some (drawn as boxes around them), and each label
+    is the reason a transition writes (`Chart.reasons`), else its guards, else its effects, in
+    words. Transitions to or from states without a phase (deletion) and targetless ones are
+    left out; a pair reached by several transitions gets each label once."""
+    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    shown = _phase_view_states(chart)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for t in catalog.transitions(chart.machine):
+        if t.target is None or t.source not in shown or t.target not in shown:
+            continue
+        if t.source == t.target or by_id[t.target].compound:
+            continue
+        reasons = [chart.reasons[v] for v in t.verdicts if v in chart.reasons]
+        label = ", ".join(reasons) or " and ".join(_words(g) for g in t.guards)
+        label = label or ", ".join(_words(e) for e in t.effects)
+        labels = edges.setdefault((t.source, t.target), [])
+        if label and label not in labels:
+            labels.append(label)
+    return edges
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _phase_view_states(chart: Chart) -> set[str]:
+    """The phase states and the compound states (not the outermost) that hold some."""
+    states = catalog.states(chart.machine)
+    phases = {s.id for s in states if s.phase is not None and not s.compound}
+    holders = {a for p in phases for a in _ancestors(p, chart)}
+    roots = {s.id for s in states if s.parent is None}
+    return phases | (holders - roots)
+
+
+def render_phases_dot(highlight: str | None = None, chart: Chart = TASK) -> str:
+    """Return the user view as Graphviz DOT: the phases (the new object's state included), in
+    boxes for the compound states that group them, and the reasons that lead between them.
+
+    Node names are state ids and edge ends the same anchors as `render_dot` uses, so a page can
+    find a state's node (SVG `<title>`) in either diagram.
+    """
+    marked = resolve_state(highlight, chart)
+    shown = _phase_view_states(chart)
+    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    name = chart.machine.__name__
+    graph = graphviz.Digraph(
+        f"{name}Phases",
+        graph_attr={
+            "label": f"{name.removesuffix('Lifecycle')} phases (user view of {chart.title})",
+            "labelloc": "t",
+            "fontname": "Helvetica",
+            "rankdir": "LR",
+            "compound": "true",
+            "nodesep": "0.5",
+        },
+        node_attr={"fontname": "Helvetica", "fontsize": "12", "shape": "box"},
+        edge_attr={"fontname": "Helvetica", "fontsize": "10"},
+    )
+
+    def scope(g: graphviz.Digraph, parent: str | None) -> None:
+        for state in catalog.states(chart.machine):
+            if state.id not in shown or state.parent != parent:
+                if state.id not in shown and state.parent == parent and state.compound:
+                    scope(g, state.id)  # the outermost compound state: not drawn, its children are
+                continue
+            if state.compound:
+                with g.subgraph(name=f"cluster_{state.id}") as cluster:
+                    cluster.attr(label=state.name, style="rounded,dashed", fontname="Helvetica")
+                    cluster.node(
+                        _anchor(state.id), label="", shape="point", style="invis", width="0"
+                    )
+                    scope(cluster, state.id)
+            else:
+                g.node(
+                    state.id,
+                    label=_display_name(state),
+                    style="rounded,filled",
+                    fillcolor=HIGHLIGHT_FILL if state.id == marked else "white",
+                    penwidth="3" if state.id == marked else "1.5",
+                )
+
+    scope(graph, None)
+    for (source, target), labels in phase_edges(chart).items():
+        attrs: dict[str, str] = {}
+        tail = source
+        if by_id[source].compound:
+            attrs["ltail"], tail = f"cluster_{source}", _anchor(source)
+        graph.edge(tail, target, label="\n".join(labels), **attrs)
+    source_text: str = graph.source
+    return source_text

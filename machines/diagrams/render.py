@@ -9,10 +9,11 @@ Where this sits in the flow: a developer changes `machines/task/chart.py` (or
     python -m machines.diagrams.render --chart workflow --highlight Running --format mermaid
 
 Each chart has its `Outputs`: the Task lifecycle (`TASK`, the default of every function:
-`diagrams/task-lifecycle.*`, `docs/lifecycle.md`) and the Workflow lifecycle
-(`WORKFLOW`: `diagrams/workflow-lifecycle.*`, `docs/workflow-lifecycle.md`); `charts()` lists
-them by name. Writing and checking from the command line cover every chart unless `--chart`
-picks one.
+`diagrams/task-lifecycle.*`, its user view `diagrams/task-phases.*` (the README's picture, and
+the overview of `taskfsm ui`), `docs/lifecycle.md`) and the Workflow lifecycle (`WORKFLOW`:
+`diagrams/workflow-lifecycle.*`, `diagrams/workflow-phases.*`, `docs/workflow-lifecycle.md`);
+`charts()` lists them by name. Writing and checking from the command line cover every chart
+unless `--chart` picks one.
 
 The CLI (`taskfsm diagram`, `taskfsm explain`) wraps `write_all`, `stale_files` and
 `render`. The freshness tests compare the text forms (Mermaid, DOT, the docs blocks) with a
@@ -44,6 +45,8 @@ DIAGRAM_STEM: Final = "diagrams/task-lifecycle"
 DOCS_PATH: Final = "docs/lifecycle.md"
 WORKFLOW_DIAGRAM_STEM: Final = "diagrams/workflow-lifecycle"
 WORKFLOW_DOCS_PATH: Final = "docs/workflow-lifecycle.md"
+PHASES_STEM: Final = "diagrams/task-phases"
+WORKFLOW_PHASES_STEM: Final = "diagrams/workflow-phases"
 
 TEXT_FORMATS: Final = ("mermaid", "dot")
 IMAGE_FORMATS: Final = ("svg", "png")
@@ -72,23 +75,30 @@ def _doc_blocks(chart: Chart) -> dict[str, Callable[[], str]]:
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where one chart is written: `diagram_stem` + `.mmd/.dot/.svg/.png`, and its docs page
-    (relative to the repository root) with the generated blocks `blocks`."""
+    """Where one chart is written: `diagram_stem` + `.mmd/.dot/.svg/.png`, its user view (the
+    phases and the reasons between them, `graph.render_phases_dot`) `phases_stem` +
+    `.dot/.svg/.png`, and its docs page (relative to the repository root) with the generated
+    blocks `blocks`."""
 
     chart: Chart
     diagram_stem: str
     docs_path: str
     blocks: Mapping[str, Callable[[], str]]
+    phases_stem: str = ""
 
 
 DOC_BLOCKS: Final[dict[str, Callable[[], str]]] = _doc_blocks(TASK_CHART)
 """Generated blocks of `docs/lifecycle.md`, by marker name."""
 
-TASK: Final = Outputs(TASK_CHART, DIAGRAM_STEM, DOCS_PATH, DOC_BLOCKS)
+TASK: Final = Outputs(TASK_CHART, DIAGRAM_STEM, DOCS_PATH, DOC_BLOCKS, PHASES_STEM)
 """The Task lifecycle's outputs, the default of every function here."""
 
 WORKFLOW: Final = Outputs(
-    WORKFLOW_CHART, WORKFLOW_DIAGRAM_STEM, WORKFLOW_DOCS_PATH, _doc_blocks(WORKFLOW_CHART)
+    WORKFLOW_CHART,
+    WORKFLOW_DIAGRAM_STEM,
+    WORKFLOW_DOCS_PATH,
+    _doc_blocks(WORKFLOW_CHART),
+    WORKFLOW_PHASES_STEM,
 )
 """The Workflow lifecycle's outputs."""
 
@@ -96,6 +106,17 @@ WORKFLOW: Final = Outputs(
 def charts() -> dict[str, Outputs]:
     """Every chart's outputs, by the name `--chart` takes."""
     return {"task": TASK, "workflow": WORKFLOW}
+
+
+def render_phases(fmt: str, chart: Chart = TASK_CHART) -> bytes:
+    """Render `chart`'s user view (`graph.render_phases_dot`) as `dot`, `svg` or `png`."""
+    source = diagram.render_phases_dot(chart=chart)
+    if fmt == "dot":
+        return source.encode()
+    if fmt in IMAGE_FORMATS:
+        image: bytes = graphviz.Source(source).pipe(format=fmt)
+        return image
+    raise ValueError(f"unknown format {fmt!r} for the user view; expected dot, svg or png")
 
 
 def render(fmt: str, highlight: str | None = None, chart: Chart = TASK_CHART) -> bytes:
@@ -146,11 +167,14 @@ def expected_texts(root: Path = ROOT, outputs: Outputs = TASK) -> dict[Path, str
     """
     docs = root / outputs.docs_path
     stem = outputs.diagram_stem
-    return {
+    texts = {
         root / f"{stem}.mmd": diagram.render_mermaid(chart=outputs.chart),
         root / f"{stem}.dot": diagram.render_dot(chart=outputs.chart),
         docs: update_generated_blocks(docs.read_text(encoding="utf-8"), outputs),
     }
+    if outputs.phases_stem:
+        texts[root / f"{outputs.phases_stem}.dot"] = diagram.render_phases_dot(chart=outputs.chart)
+    return texts
 
 
 def stale_files(root: Path = ROOT, outputs: Outputs = TASK) -> list[Path]:
@@ -176,6 +200,10 @@ def write_all(root: Path = ROOT, outputs: Outputs = TASK) -> list[Path]:
         path = root / f"{outputs.diagram_stem}.{_SUFFIX[fmt]}"
         path.write_bytes(render(fmt, chart=outputs.chart))
         written.append(path)
+        if outputs.phases_stem:
+            path = root / f"{outputs.phases_stem}.{_SUFFIX[fmt]}"
+            path.write_bytes(render_phases(fmt, outputs.chart))
+            written.append(path)
     return written
 
 

@@ -40,6 +40,10 @@ def _column(name: str, path: str, type_: str = "string") -> dict[str, str]:
 
 
 _AGE = _column("Age", ".metadata.creationTimestamp", "date")
+# The reason of the first condition that holds: a Task's or Workflow's terminal condition
+# (Complete or Failed: JobSucceeded, JobFailed, WorkflowTerminated, JobLost, ...); empty while
+# it runs (kubectl shows one JSONPath result per cell).
+_REASON = _column("Reason", '.status.conditions[?(@.status=="True")].reason')
 _READY = _column("Ready", '.status.conditions[?(@.type=="Ready")].status')
 PRINTER_COLUMNS: Final[Mapping[str, list[dict[str, str]]]] = {
     "Task": [
@@ -49,6 +53,7 @@ PRINTER_COLUMNS: Final[Mapping[str, list[dict[str, str]]]] = {
         _column("Job", ".status.jobRef.name"),
         _column("Human Name", ".spec.humanReadable.name"),
         _column("Status", ".status.phase"),
+        _REASON,
         _AGE,
         _column("Start", ".status.startTime", "date"),
         _column("End", ".status.endTime", "date"),
@@ -56,6 +61,7 @@ PRINTER_COLUMNS: Final[Mapping[str, list[dict[str, str]]]] = {
     "Workflow": [
         _column("Human Name", ".spec.humanReadable.name"),
         _column("Status", ".status.phase"),
+        _REASON,
         _AGE,
         _column("Start", ".status.startTime", "date"),
         _column("End", ".status.endTime", "date"),
@@ -68,6 +74,22 @@ PRINTER_COLUMNS: Final[Mapping[str, list[dict[str, str]]]] = {
     "ClusterMediaProcessingEntity": [_READY],
 }
 """``kubectl get`` columns per kind; kinds not listed show only NAME and AGE."""
+
+SHORT_NAMES: Final[Mapping[str, list[str]]] = {
+    "Task": ["ntask", "nt"],
+    "Workflow": ["nwf"],
+    "Function": ["nfn"],
+    "ClusterFunction": ["ncfn"],
+    "TaskTemplate": ["ntt"],
+    "ClusterTaskTemplate": ["nctt"],
+    "MediaProcessingEntity": ["mpe"],
+    "ClusterMediaProcessingEntity": ["cmpe"],
+    "MediaLocation": ["mloc"],
+    "ClusterMediaLocation": ["cmloc"],
+}
+"""``kubectl get nt``: short names per kind. The ``n`` (nagare) prefix keeps them apart from the
+short names other engines install in the same clusters (Argo's Workflow is ``wf``, Tekton's
+TaskRun ``tr``); docs/api.md lists them."""
 
 # Keys a structural schema node may carry (apiextensions.k8s.io/v1 JSONSchemaProps, minus the
 # ones taskfsm never uses); anything else pydantic emits is dropped or converted below.
@@ -211,6 +233,7 @@ def crd_document(model: type[ApiObject]) -> dict[str, Any]:
                 "listKind": f"{model.KIND}List",
                 "plural": model.PLURAL,
                 "singular": model.KIND.lower(),
+                "shortNames": list(SHORT_NAMES[model.KIND]),
                 "categories": list(model.CATEGORIES),
             },
             "scope": "Namespaced" if model.NAMESPACED else "Cluster",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import (
     BeforeValidator,
@@ -201,6 +201,17 @@ class Condition(K8sModel):
     """A machine-readable CamelCase reason for the last transition."""
     message: str | None = None
     """A human-readable message for the last transition."""
+
+
+CONDITIONS_LIST_MAP: Final[JsonDict] = {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+}
+"""The schema extension of every ``status.conditions``: a list of at most one condition per
+``type`` (what nagare's Go controller and taskfsm both write, §1.10), so server-side apply and
+``kubectl`` treat conditions by type. Objects stored under the upstream CRDs' ``atomic`` list
+stay writable: the API server checks map keys only when the stored list already satisfied them
+(ratcheting)."""
 
 
 def find_condition(

@@ -23,7 +23,12 @@ from taskfsm.api.constants import (
     ConditionStatus,
     MediaProcessingEntityConditionType,
 )
-from taskfsm.api.meta import Condition, ConfigMapOrSecretReference, find_condition
+from taskfsm.api.meta import (
+    CONDITIONS_LIST_MAP,
+    Condition,
+    ConfigMapOrSecretReference,
+    find_condition,
+)
 from taskfsm.api.resource import ApiObject
 from taskfsm.api.scalars import NamespaceName
 
@@ -64,9 +69,7 @@ class MediaProcessingEntitySpec(InlineUnion):
 class MediaProcessingEntityStatus(K8sModel):
     """Readiness, written by the MediaProcessingEntity controller (§1.7)."""
 
-    conditions: list[Condition] | None = Field(
-        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
-    )
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MAP)
     """Conditions of types Ready and Failed."""
     message: str | None = None
     """Why the MPE is not ready, if it is not."""

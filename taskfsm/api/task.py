@@ -30,6 +30,7 @@ from taskfsm.api.constants import (
 from taskfsm.api.limits import MAX_MEDIA
 from taskfsm.api.media import Media
 from taskfsm.api.meta import (
+    CONDITIONS_LIST_MAP,
     NAME_NOT_EMPTY_RULE,
     Condition,
     ExactObjectReference,
@@ -124,9 +125,7 @@ class TaskStatus(K8sModel):
 
     phase: TaskPhase | None = None
     """``Initializing``, ``JobPending``, ``Running``, ``Succeeded`` or ``Failed``."""
-    conditions: list[Condition] | None = Field(
-        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
-    )
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MAP)
     """Conditions of types Initialized, Ready, Complete and Failed."""
     message: str | None = None
     """The last reconcile error, if any."""

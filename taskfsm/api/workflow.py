@@ -24,7 +24,13 @@ from taskfsm.api.constants import (
 )
 from taskfsm.api.limits import MAX_MEDIA, MAX_MEDIA_LOCATIONS
 from taskfsm.api.media import Media
-from taskfsm.api.meta import Condition, HumanReadableDescription, LocalObjectReference, kind_rule
+from taskfsm.api.meta import (
+    CONDITIONS_LIST_MAP,
+    Condition,
+    HumanReadableDescription,
+    LocalObjectReference,
+    kind_rule,
+)
 from taskfsm.api.resource import ApiObject
 from taskfsm.api.scalars import Int32, StringMap, Time
 
@@ -70,9 +76,7 @@ class WorkflowStatus(K8sModel):
 
     phase: WorkflowPhase | None = None
     """``Initializing``, ``Running``, ``AwaitingCompletion``, ``Succeeded`` or ``Failed``."""
-    conditions: list[Condition] | None = Field(
-        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
-    )
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MAP)
     """Conditions of types Ready, Complete and Failed."""
     message: str | None = None
     """The last reconcile error, if any."""

@@ -18,6 +18,10 @@ Policies:
   ``Error``, as a kubelet writes) and ``kubelet.taskfsm.dev/termination-message`` (what a
   container wrote to its ``terminationMessagePath``; default none).
 * any callable ``pod dict -> PodOutcome``.
+
+With ``logs=True`` the kubelet also binds the pods it starts to a Node of its own and serves
+their container logs (:mod:`taskfsm.testing.podlogs`), so ``kubectl logs`` and ``taskfsm logs``
+work on the local control plane; the ``kubelet.taskfsm.dev/log`` annotation holds the text.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from taskfsm.kube.client import ApiClient
 from taskfsm.kube.errors import KubeError, NotFound, Unavailable
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.rest import PODS, SECRETS, Rest
+from taskfsm.testing.podlogs import LogServer
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +104,10 @@ class SimulatedKubelet:
         *,
         namespace: str | None = None,
         policy: Policy | None = None,
+        logs: bool = False,
     ) -> None:
         self._rest = Rest(api_client)
+        self.log_server = LogServer(self._rest) if logs else None
         self._namespace = namespace
         self._policy = policy or annotation_policy()
         self._stop = threading.Event()
@@ -120,6 +127,8 @@ class SimulatedKubelet:
         self.stop()
 
     def start(self) -> SimulatedKubelet:
+        if self.log_server is not None:
+            self.log_server.start()
         for target, name in ((self._watch_loop, "watch"), (self._timer_loop, "timers")):
             thread = threading.Thread(target=target, name=f"sim-kubelet-{name}", daemon=True)
             thread.start()
@@ -132,6 +141,8 @@ class SimulatedKubelet:
             self._timers_cv.notify_all()
         for thread in self._threads:
             thread.join(timeout=10)
+        if self.log_server is not None:
+            self.log_server.stop()
 
     # -- watching --------------------------------------------------------------------------------
 
@@ -176,7 +187,11 @@ class SimulatedKubelet:
             self._schedule(0.5, lambda: self._try_start(pod, outcome))
             return
         self.waiting_for_secrets.pop(name, None)
+        if self.log_server is not None:
+            self.log_server.bind(pod)
         self._set_running(pod)
+        if self.log_server is not None:
+            self.log_server.started(pod, outcome.run_seconds, outcome.exit_code)
         self._schedule(outcome.run_seconds, lambda: self._set_terminated(pod, outcome))
 
     def _secret_exists(self, namespace: str, name: str) -> bool:
@@ -245,6 +260,8 @@ class SimulatedKubelet:
         status = terminated_status(
             pod, outcome.exit_code, reason=outcome.reason, message=outcome.message
         )
+        if self.log_server is not None:
+            self.log_server.ended(pod)
         self._patch_status(pod, status)
         self.handled += 1
 

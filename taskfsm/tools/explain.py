@@ -1,11 +1,14 @@
 """``taskfsm explain``: where a Task or a Workflow is in its lifecycle, and why.
 
 For a Task: phase, message, times, conditions, the chosen MediaProcessingEntity and Function,
-its Job (looked up in the main cluster) with, when pods of the Job failed, each failed container's
-exit code, reason and termination message (never log contents: the line says which ``kubectl
-logs`` shows them), the Task's most recent Events (what ``kubectl describe`` lists), and the
-lifecycle diagram with the current state highlighted. Pods and Events are read with the caller's
-credentials; one that may not read them gets a line saying so instead.
+its Job (looked up where it runs: the main cluster, or a remote MediaProcessingEntity's cluster
+through its kubeconfig Secret, read with the caller's credentials; a caller who may not read that
+Secret gets a line saying so, :mod:`taskfsm.tools.jobsite`) with, when pods of the Job failed,
+each failed container's exit code, reason and termination message (never log contents: the line
+says which ``kubectl logs`` or ``taskfsm logs`` shows them), the Task's most recent Events
+(what ``kubectl describe`` lists), and the lifecycle diagram with the current state
+highlighted. Pods and Events are read with the caller's credentials; one that may not read them
+gets a line saying so instead.
 
 For a Workflow: phase, message, times, the Task counters, conditions, its Tasks with their phases
 and jobFailurePolicy, and the Workflow lifecycle diagram.
@@ -28,6 +31,7 @@ from taskfsm.api import constants as c
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import EVENTS, JOBS, PODS, Rest
+from taskfsm.tools.jobsite import job_site
 
 _WORKFLOW_PREFIXES = ("workflow/", "workflows/", "wf/")
 _TASK_PREFIXES = ("task/", "tasks/")
@@ -104,7 +108,7 @@ def task_lines(rest: Rest, task: dict[str, Any], diagram_format: str = "text") -
     lines += _conditions(status)
     for label, key in (("MPE", "mediaProcessingEntityRef"), ("Function", "functionRef")):
         ref = status.get(key)
-        lines.append(f"  {label + ':':<11} {_ref_text(ref) if ref else '(not chosen yet)'}")
+        lines.append(f"  {label + ':':<11} {ref_text(ref) if ref else '(not chosen yet)'}")
     lines += _job_lines(rest, task)
     lines += _event_lines(rest, task)
     lines += _diagram_lines(
@@ -117,14 +121,20 @@ def _job_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
     ref = (task.get("status") or {}).get("jobRef")
     if not ref:
         return ["  Job:        (none recorded)"]
-    namespace = ref.get("namespace") or task["metadata"]["namespace"]
-    lines = [f"  Job:        {namespace}/{ref.get('name')} (uid {ref.get('uid') or '?'})"]
+    site = job_site(rest, task)
+    namespace = site.namespace
+    lines = [
+        f"  Job:        {namespace}/{ref.get('name')} (uid {ref.get('uid') or '?'})",
+        f"              on {site.where}",
+    ]
+    if site.rest is None:
+        return [*lines, f"              cannot be read: {site.problem}"]
     try:
-        job = rest.get(JOBS, namespace, ref["name"])
+        job = site.rest.get(JOBS, namespace, ref["name"])
     except NotFound:
         return [
             *lines,
-            "              not in the main cluster (gone, or on a remote MediaProcessingEntity)",
+            "              not found there (deleted, or removed after ttlSecondsAfterFinished)",
         ]
     except KubeError as exc:
         return [*lines, f"              could not read it: {exc}"]
@@ -141,13 +151,16 @@ def _job_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
         lines.append("              being deleted")
     # The Job controller sets FailureTarget/Failed before it has counted the failed pods.
     if job_status.get("failed") or {"Failed", "FailureTarget"} & set(true):
-        lines += _failed_pod_lines(rest, job)
+        meta = task["metadata"]
+        hint = f"taskfsm logs -n {meta['namespace']} {meta['name']}" if site.remote else ""
+        lines += _failed_pod_lines(site.rest, job, hint)
     return lines
 
 
-def _failed_pod_lines(rest: Rest, job: dict[str, Any]) -> list[str]:
+def _failed_pod_lines(rest: Rest, job: dict[str, Any], logs_hint: str = "") -> list[str]:
     """Each failed pod of ``job`` (newest first): its reason, and for every container that
-    terminated with a non-zero exit code: exit code, reason, termination message."""
+    terminated with a non-zero exit code: exit code, reason, termination message; then the
+    command that shows its logs (``logs_hint`` for a Job kubectl cannot reach directly)."""
     meta = job["metadata"]
     try:
         pods = _list(rest, PODS, meta["namespace"], label_selector=f"{JOB_UID_LABEL}={meta['uid']}")
@@ -180,8 +193,10 @@ def _failed_pod_lines(rest: Rest, job: dict[str, Any]) -> list[str]:
             if message:
                 lines += [f"                    message: {line}" for line in message.splitlines()]
         lines.append(
-            f"                  logs: kubectl logs -n {meta['namespace']} {pod['metadata']['name']}"
-            " --all-containers"
+            f"                  logs: {logs_hint}"
+            if logs_hint
+            else f"                  logs: kubectl logs -n {meta['namespace']} "
+            f"{pod['metadata']['name']} --all-containers"
         )
     if len(failed) > MAX_FAILED_PODS:
         lines.append(
@@ -200,32 +215,97 @@ def _last_failure(container: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _event_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
-    """The Task's most recent Events, oldest first (as ``kubectl describe`` lists them)."""
+def task_events(rest: Rest, task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Task's Events, oldest first (as ``kubectl describe`` lists them); raises
+    ``KubeError`` when they cannot be read."""
     meta = task["metadata"]
     selector = f"regarding.kind={c.KIND_TASK},regarding.name={meta['name']}"
     if meta.get("uid"):
         selector += f",regarding.uid={meta['uid']}"
-    try:
-        events = _list(rest, EVENTS, meta["namespace"], field_selector=selector)
-    except KubeError as exc:
-        return [f"  Events:     could not read them: {exc}"]
-    if not events:
-        return ["  Events:     (none)"]
+    events = _list(rest, EVENTS, meta["namespace"], field_selector=selector)
     events.sort(key=_event_order)
+    return events
+
+
+def event_row(event: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(time, type, reason, note) of an Event as explain shows it (repeats counted)."""
+    count = (event.get("series") or {}).get("count") or event.get("deprecatedCount") or 1
+    repeat = f" (x{count})" if count > 1 else ""
+    note = " ".join((event.get("note") or "").split())
+    return (
+        _event_time(event) or "?",
+        event.get("type") or "",
+        event.get("reason") or "",
+        note + repeat,
+    )
+
+
+def phase_path(task: dict[str, Any], events: list[dict[str, Any]] | None) -> list[str]:
+    """The phases the Task went through, oldest first (``""``: new, before its first phase).
+
+    From the controller's phase-change Events (each note is the path of one reconcile,
+    ``JobPending -> Running: ...``) while they last; Events expire (one hour by default), so
+    without them the path is rebuilt from what the status keeps: ``queuedTime`` (Initializing),
+    the ``Initialized`` condition (JobPending), ``startTime`` (Running), and the phase itself.
+    """
+    status = task.get("status") or {}
+    phase = status.get("phase") or ""
+    path = [""]
+
+    def step(name: str) -> None:
+        if name != path[-1]:
+            path.append(name)
+
+    known = {"", *(p.value for p in c.TaskPhase)}
+    for event in events or []:
+        note = (event.get("note") or "").split(":", 1)[0]
+        if event.get("reason") not in known or " -> " not in note:
+            continue
+        for name in note.split(" -> "):
+            name = "" if name.strip() == "(new)" else name.strip()
+            if name in known and name:
+                step(name)
+    if len(path) == 1 and phase:
+        initialized = (
+            next(
+                (x for x in status.get("conditions") or [] if x.get("type") == "Initialized"),
+                None,
+            )
+            or {}
+        )
+        if status.get("queuedTime") or phase:
+            step(c.TaskPhase.INITIALIZING.value)
+        if initialized.get("status") == "True" or status.get("startTime"):
+            step(c.TaskPhase.JOB_PENDING.value)
+        if status.get("startTime"):
+            step(c.TaskPhase.RUNNING.value)
+    if phase:
+        step(phase)
+    return path
+
+
+def _event_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
+    """The Task's path and its most recent Events, oldest first."""
+    try:
+        events = task_events(rest, task)
+    except KubeError as exc:
+        path = phase_path(task, None)
+        return [
+            f"  Path:       {' -> '.join(p or '(new)' for p in path)} (from its status)",
+            f"  Events:     could not read them: {exc}",
+        ]
+    path = phase_path(task, events)
+    lines = [f"  Path:       {' -> '.join(p or '(new)' for p in path)}"]
+    if not events:
+        return [*lines, "  Events:     (none)"]
     shown = events[-RECENT_EVENTS:]
-    lines = [
+    lines.append(
         "  Events:"
         + (f" ({len(events) - len(shown)} older not shown)" if len(events) > len(shown) else "")
-    ]
+    )
     for event in shown:
-        count = (event.get("series") or {}).get("count") or event.get("deprecatedCount") or 1
-        repeat = f" (x{count})" if count > 1 else ""
-        note = " ".join((event.get("note") or "").split())
-        lines.append(
-            f"    {_event_time(event) or '?':<20} {event.get('type') or '':<8}"
-            f" {event.get('reason') or '':<16} {note}{repeat}"
-        )
+        when, type_, reason, note = event_row(event)
+        lines.append(f"    {when:<20} {type_:<8} {reason:<16} {note}")
     return lines
 
 
@@ -384,7 +464,8 @@ def _policy(task: dict[str, Any]) -> str:
     return policy.get("defaultAction") or "FailWorkflow"
 
 
-def _ref_text(ref: dict[str, Any]) -> str:
+def ref_text(ref: dict[str, Any]) -> str:
+    """A status reference as explain (and the UI's Task page) shows it: ``Kind ns/name``."""
     where = f"{ref['namespace']}/" if ref.get("namespace") else ""
     return f"{ref.get('kind', '?')} {where}{ref.get('name', '?')}"
 

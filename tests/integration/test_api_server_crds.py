@@ -202,7 +202,7 @@ def test_task_table_shows_the_printer_columns(
     table = json.loads(response.data)
     columns = [c["name"] for c in table["columnDefinitions"]]
     assert columns == ["Name", "MPE", "Workflow", "Function", "Job", "Human Name", "Status",
-                       "Age", "Start", "End"]  # fmt: skip
+                       "Reason", "Age", "Start", "End"]  # fmt: skip
     (row,) = table["rows"]
     assert row["cells"][2] == "wf"
     assert row["cells"][5] == "Sleepy"

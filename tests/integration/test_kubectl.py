@@ -41,7 +41,13 @@ def test_kubectl_is_the_control_plane_version(control_plane):
 
 
 def _json_path(obj: dict, path: str) -> str:
-    """The value at a simple `.a.b.c` JSONPath of a print column ('' when absent)."""
+    """The value at a simple `.a.b.c` JSONPath of a print column ('' when absent); the one
+    filter the CRDs use, `.status.conditions[?(@.status=="True")].reason`, gives the reason of
+    the first True condition that has one (kubectl shows the first result)."""
+    if path == '.status.conditions[?(@.status=="True")].reason':
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        reasons = [c["reason"] for c in conditions if c["status"] == "True" and c.get("reason")]
+        return reasons[0] if reasons else ""
     value: object = obj
     for part in path.strip(".").split("."):
         value = value.get(part) if isinstance(value, dict) else None
@@ -65,7 +71,16 @@ def test_get_tasks_prints_the_crd_columns(control_plane, engine, namespace, succ
         for i, col in enumerate(columns)
     ]
     assert cells == expected
-    assert {"local", "wf", "fn", succeeded_task, "Succeeded"} <= set(cells)
+    assert {"local", "wf", "fn", succeeded_task, "Succeeded", "JobSucceeded"} <= set(cells)
+
+
+def test_short_names(control_plane, engine, namespace, succeeded_task):
+    """`kubectl get nt` is `kubectl get tasks`; `nwf` Workflows, `mpe` MediaProcessingEntities."""
+    for short, name in (("nt", "t"), ("ntask", "t"), ("nwf", "wf"), ("mpe", "local")):
+        out = kubetools.run(
+            f"kubectl get {short} -n {namespace} -o name", control_plane.kubeconfig
+        ).stdout
+        assert out.strip().endswith(f".{c.GROUP}/{name}"), (short, out)
 
 
 def test_describe_task_shows_status_and_events(control_plane, namespace, succeeded_task):

@@ -117,3 +117,87 @@ def test_no_status_write_when_nothing_changed_on_crds_without_observed_generatio
         assert rest.get(TASKS, namespace, "t")["status"]["phase"] == "Running"
     finally:
         ctl.stop()
+
+
+def with_atomic_conditions(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """taskfsm's CRDs with ``status.conditions`` an atomic list, as the upstream CRDs have it."""
+    for doc in docs:
+        status = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"].get("status")
+        conditions = (status or {}).get("properties", {}).get("conditions")
+        if conditions is not None:
+            conditions["x-kubernetes-list-type"] = "atomic"
+            conditions.pop("x-kubernetes-list-map-keys")
+    return docs
+
+
+def go_conditions(*types_and_status: tuple[str, str]) -> list[dict[str, str]]:
+    """Conditions as nagare's Go controller writes them (utils.MarkCondition: one per type)."""
+    stamp = "2026-01-02T03:04:05Z"
+    return [{"type": t, "status": s, "lastTransitionTime": stamp} for t, s in types_and_status]
+
+
+def test_conditions_list_map_keeps_upstream_objects_writable():
+    """`status.conditions` is a list-map keyed by `type`: a status with two conditions of one
+    type is refused, the status nagare's Go controller writes (one per type, replaced in place)
+    is accepted, and a Task stored under the upstream CRDs' atomic list with duplicate types
+    (which that schema allowed) stays writable after taskfsm's CRDs replace them: the API server
+    checks map keys only of lists that already satisfied them."""
+    with ControlPlane(name="taskfsm-conditions-map") as cp, cp.api_client() as api:
+        rest = Rest(api)
+        namespace = f"conds-{uuid.uuid4().hex[:8]}"
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        install_crds(api, with_atomic_conditions(crd_documents()))
+        for name in ("old", "go"):
+            rest.create(TASKS, namespace, objects.task(name, workflow_name="wf"))
+        duplicated = go_conditions(("Ready", "False"), ("Ready", "True"))
+        rest.patch(
+            TASKS,
+            namespace,
+            "old",
+            {"status": {"phase": "Running", "conditions": duplicated}},
+            subresource="status",
+        )
+
+        install_crds(api, crd_documents())  # taskfsm's: list-map keyed by type
+        wait_for(
+            lambda: _rejects_duplicates(rest, namespace),
+            timeout=30,
+            what="the API server serving the list-map schema",
+        )
+        go = rest.get(TASKS, namespace, "go")
+        go["status"] = {
+            "phase": "Running",
+            "conditions": go_conditions(("Initialized", "True"), ("Ready", "True")),
+        }
+        written = rest.request(
+            "PUT", TASKS, TASKS.path(namespace, "go", "status"), body=go
+        )  # an Update of the whole status, as controller-runtime's client sends it
+        assert [c["type"] for c in written["status"]["conditions"]] == ["Initialized", "Ready"]
+
+        old = rest.patch(
+            TASKS,
+            namespace,
+            "old",
+            {"status": {"message": "still writable"}},
+            subresource="status",
+        )
+        assert old["status"]["conditions"] == duplicated
+        assert old["status"]["message"] == "still writable"
+
+
+def _rejects_duplicates(rest: Rest, namespace: str) -> bool:
+    from taskfsm.kube.errors import Invalid
+
+    name = f"dup-{uuid.uuid4().hex[:6]}"
+    rest.create(TASKS, namespace, objects.task(name, workflow_name="wf"))
+    try:
+        rest.patch(
+            TASKS,
+            namespace,
+            name,
+            {"status": {"conditions": go_conditions(("Ready", "True"), ("Ready", "False"))}},
+            subresource="status",
+        )
+    except Invalid as exc:
+        return "Duplicate value" in str(exc)
+    return False

@@ -75,5 +75,18 @@ def test_stale_files_are_reported(tmp_path: Path) -> None:
     docs = render.ROOT / render.DOCS_PATH
     (tmp_path / "docs" / "lifecycle.md").write_text(docs.read_text(encoding="utf-8"))
     stale = {p.name for p in render.stale_files(tmp_path)}
-    assert stale == {"task-lifecycle.mmd", "task-lifecycle.dot"}
+    assert stale == {"task-lifecycle.mmd", "task-lifecycle.dot", "task-phases.dot"}
     assert render.main(["--check", "--root", str(tmp_path)]) == 1
+
+
+def test_user_view_shows_the_phases_and_the_reasons_between_them() -> None:
+    """The user view (diagrams/task-phases.*) has a node per phase (the new Task's included),
+    the terminal reasons on the edges into Succeeded and Failed, and nothing of deletion."""
+    source = diagram.render_phases_dot()
+    for state in ("new", "initializing", "job_pending", "running", "succeeded", "failed"):
+        assert f"\t{state} [" in source
+    assert "deleting" not in source
+    edges = diagram.phase_edges()
+    assert edges[("running", "failed")] == ["JobFailed", "JobLost", "JobPodsRefused"]
+    assert edges[("running", "succeeded")] == ["JobSucceeded"]
+    assert "WorkflowTerminated" in edges[("active", "failed")]

@@ -55,11 +55,16 @@ def _state_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="taskfsm-kubetools-"))
 
 
-def environment(kubeconfig: Path | str) -> dict[str, str]:
-    """The environment of a user's shell: the project's kubectl and helm first on PATH, then
-    .venv/bin, KUBECONFIG set, caches in a temporary directory."""
+def environment(kubeconfig: Path | str, *, with_helm: bool = True) -> dict[str, str]:
+    """The environment of a user's shell: the project's kubectl and helm (unless not
+    ``with_helm``: tests of kubectl alone need not build helm) first on PATH, then .venv/bin,
+    KUBECONFIG set, caches in a temporary directory."""
     state = _state_dir()
-    path = [str(kubectl().parent), str(helm().parent), str(Path(sys.executable).parent)]
+    path = [
+        str(kubectl().parent),
+        *([str(helm().parent)] if with_helm else []),
+        str(Path(sys.executable).parent),
+    ]
     return {
         **os.environ,
         "PATH": os.pathsep.join([*path, os.environ.get("PATH", "")]),
@@ -78,6 +83,7 @@ def run(
     check: bool = True,
     env: Mapping[str, str] | None = None,
     timeout: float = 180,
+    with_helm: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run one shell command line (as written in the docs) from the repository root."""
     proc = subprocess.run(
@@ -86,7 +92,7 @@ def run(
         text=True,
         check=False,
         cwd=REPO_ROOT,
-        env={**environment(kubeconfig), **(env or {})},
+        env={**environment(kubeconfig, with_helm=with_helm), **(env or {})},
         timeout=timeout,
     )
     if check and proc.returncode != 0:

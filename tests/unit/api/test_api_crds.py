@@ -87,7 +87,7 @@ def test_one_crd_per_kind_with_names_scope_and_categories() -> None:
         assert doc["spec"]["group"] == "engine.nagare.media"
         assert doc["spec"]["names"]["plural"] == plural
         assert doc["spec"]["names"]["categories"] == categories
-        assert "shortNames" not in doc["spec"]["names"]
+        assert doc["spec"]["names"]["shortNames"] == crdgen.SHORT_NAMES[kind]
         assert doc["spec"]["scope"] == scope
         (version,) = doc["spec"]["versions"]
         assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
@@ -109,10 +109,33 @@ def test_task_printer_columns_as_in_the_spec() -> None:
         ("Job", ".status.jobRef.name", "string"),  # taskfsm's addition: what to describe next
         ("Human Name", ".spec.humanReadable.name", "string"),
         ("Status", ".status.phase", "string"),
+        # taskfsm's addition: the terminal condition's reason (JobFailed, WorkflowTerminated...)
+        ("Reason", '.status.conditions[?(@.status=="True")].reason', "string"),
         ("Age", ".metadata.creationTimestamp", "date"),
         ("Start", ".status.startTime", "date"),
         ("End", ".status.endTime", "date"),
     ]
+
+
+def test_short_names_are_unique_and_clear_of_other_engines() -> None:
+    """Every kind has short names; none is used twice, none is a plural or kind of another
+    kind, and none is one Argo Workflows or Tekton installs (wf, cwf, tr, pr, ...)."""
+    docs = crdgen.crd_documents()
+    short = [n for d in docs for n in d["spec"]["names"]["shortNames"]]
+    assert all(d["spec"]["names"]["shortNames"] for d in docs)
+    assert len(short) == len(set(short))
+    taken = {d["spec"]["names"][k].lower() for d in docs for k in ("plural", "singular", "kind")}
+    others = {"wf", "cwf", "wftmpl", "cwftmpl", "wfeb", "tr", "pr", "task", "tasks"}
+    assert not set(short) & (taken | others)
+    assert crdgen.SHORT_NAMES["Task"][-1] == "nt"
+
+
+@pytest.mark.parametrize("kind", ["Task", "Workflow", "MediaProcessingEntity"])
+def test_conditions_are_a_list_map_by_type(kind: str) -> None:
+    conditions = at(schema_of(kind), "status.conditions")
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert "type" in conditions["items"]["required"]
 
 
 @pytest.mark.parametrize("model", RESOURCE_MODELS, ids=lambda m: m.KIND)
@@ -150,7 +173,7 @@ def test_task_schema_required_fields_enums_and_defaults() -> None:
     assert at(task, "status.phase")["enum"] == [
         "Initializing", "JobPending", "Running", "Succeeded", "Failed",
     ]  # fmt: skip
-    assert at(task, "status.conditions")["x-kubernetes-list-type"] == "atomic"
+    assert at(task, "status.conditions")["x-kubernetes-list-type"] == "map"
     assert at(task, "status.conditions.[]")["required"] == ["type", "status"]
     assert at(task, "status.conditions.[].status")["enum"] == ["True", "False", "Unknown"]
     assert at(task, "status.jobRef")["required"] == ["uid"]

@@ -1,0 +1,363 @@
+"""``taskfsm list``, ``get`` and ``wait``: Tasks as ``argo list`` / ``tkn taskrun list`` show
+theirs, with the user's credentials.
+
+* :func:`list_main` prints one row per Task (``NAME PHASE REASON WORKFLOW MPE JOB AGE``, with
+  ``-A`` a ``NAMESPACE`` column first, ``-o wide`` adds ``FUNCTION``, ``STARTED``, ``ENDED`` and
+  ``MESSAGE``), or a ``v1`` ``List`` with ``-o json|yaml`` (the objects as stored, as ``kubectl
+  get -o json`` prints them);
+* :func:`get_main` the same for named Tasks (``-o json|yaml``: the object itself);
+* :func:`wait_main` waits, through a watch, until a Task matches ``--for`` (``phase=P``,
+  ``condition=Type`` or ``condition=Type=Status``, or ``delete``), and exits early (1) when the
+  Task reached a terminal phase other than the one waited for, since a terminal phase never
+  changes again.
+
+The reason column is :func:`task_reason`, the same text ``taskfsm ui`` shows: the terminal
+condition's reason for Succeeded and Failed Tasks, ``JobSuspended`` for a Running Task whose Job
+is held, and ``Error`` while the last pass ended with an error (``status.message`` set).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import orjson
+import yaml
+
+from taskfsm.api import constants as c
+from taskfsm.kube.errors import KubeError, NotFound
+from taskfsm.kube.resources import TASKS
+from taskfsm.kube.rest import Rest
+
+OUTPUTS = ("wide", "json", "yaml", "name")
+"""What ``-o`` takes (no ``-o``: the table)."""
+
+TERMINAL = (c.TaskPhase.SUCCEEDED, c.TaskPhase.FAILED)
+
+_COLUMNS = ("NAME", "PHASE", "REASON", "WORKFLOW", "MPE", "JOB", "AGE")
+_WIDE = ("FUNCTION", "STARTED", "ENDED", "MESSAGE")
+
+
+# -- the facts of a Task, shared with the UI --------------------------------------------------
+
+
+def condition(task: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    """The Task's condition of ``type_``, or None."""
+    for cond in (task.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+def task_reason(task: dict[str, Any]) -> str:
+    """One word for why a Task is where it is (module docstring); "" when nothing to say."""
+    status = task.get("status") or {}
+    phase = status.get("phase") or ""
+    terminal_type = {"Succeeded": "Complete", "Failed": "Failed"}.get(phase)
+    if terminal_type:
+        return str((condition(task, terminal_type) or {}).get("reason") or "")
+    if status.get("message"):
+        return "Error"
+    ready = condition(task, "Ready")
+    if phase == c.TaskPhase.RUNNING and ready and ready.get("status") == "False":
+        return str(ready.get("reason") or "")
+    return ""
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    """``kubectl``'s short age of an RFC 3339 ``timestamp``: ``45s``, ``3m20s``, ``2h5m``,
+    ``4d3h``, ``30d``, ``2y10d``; ``<unknown>`` without one."""
+    if not timestamp:
+        return "<unknown>"
+    then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 120:
+        return f"{seconds}s"
+    if minutes < 10:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if hours < 3:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if days < 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    return f"{years}y{days % 365}d" if years < 8 and days % 365 else f"{years}y"
+
+
+def row(task: dict[str, Any], *, wide: bool = False, now: datetime | None = None) -> list[str]:
+    """The table cells of one Task (without the namespace)."""
+    meta, spec = task["metadata"], task.get("spec") or {}
+    status = task.get("status") or {}
+    phase = status.get("phase") or ""
+    if meta.get("deletionTimestamp"):
+        phase = f"{phase or 'New'} (deleting)"
+    cells = [
+        meta["name"],
+        phase or "New",
+        task_reason(task),
+        (spec.get("workflowRef") or {}).get("name") or "",
+        (status.get("mediaProcessingEntityRef") or {}).get("name") or "",
+        (status.get("jobRef") or {}).get("name") or "",
+        age(meta.get("creationTimestamp"), now),
+    ]
+    if wide:
+        cells += [
+            (status.get("functionRef") or {}).get("name") or "",
+            status.get("startTime") or "",
+            status.get("endTime") or "",
+            " ".join((status.get("message") or "").split()),
+        ]
+    return [cell or "<none>" if i in (3, 4, 5) else cell for i, cell in enumerate(cells)]
+
+
+def table(tasks: Sequence[dict[str, Any]], *, wide: bool, all_namespaces: bool) -> list[str]:
+    """The lines of the table (header first), columns padded as kubectl pads them."""
+    header = [*(("NAMESPACE",) if all_namespaces else ()), *_COLUMNS, *(_WIDE if wide else ())]
+    now = datetime.now(UTC)
+    rows = [
+        [*((t["metadata"]["namespace"],) if all_namespaces else ()), *row(t, wide=wide, now=now)]
+        for t in tasks
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "   ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    ]
+
+
+def dump(obj: Any, output: str) -> str:
+    """``obj`` as JSON (indented like kubectl) or YAML."""
+    if output == "json":
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
+
+
+def print_tasks(
+    tasks: Sequence[dict[str, Any]],
+    output: str | None,
+    *,
+    all_namespaces: bool = False,
+    single: bool = False,
+    out: TextIO | None = None,
+) -> None:
+    """Print ``tasks`` as ``-o`` asks; ``single``: one object, not a ``List``."""
+    stream = out or sys.stdout
+    if output in ("json", "yaml"):
+        objs = [{"apiVersion": c.API_VERSION, "kind": c.KIND_TASK, **t} for t in tasks]
+        body = objs[0] if single and len(objs) == 1 else _list_object(objs)
+        stream.write(dump(body, output))
+    elif output == "name":
+        stream.writelines(f"task.{c.GROUP}/{t['metadata']['name']}\n" for t in tasks)
+    else:
+        stream.writelines(
+            line + "\n"
+            for line in table(tasks, wide=output == "wide", all_namespaces=all_namespaces)
+        )
+
+
+def _list_object(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+# -- list / get -------------------------------------------------------------------------------
+
+
+def list_tasks(
+    rest: Rest,
+    namespace: str | None,
+    *,
+    workflow: str | None = None,
+    phase: str | None = None,
+    label_selector: str | None = None,
+) -> list[dict[str, Any]]:
+    """The Tasks of ``namespace`` (None: all), filtered, sorted by namespace and name."""
+    items: list[dict[str, Any]] = []
+    token = None
+    while True:  # paged, like the controller's lists: 10,000 Tasks are not one answer
+        page = rest.list(
+            TASKS, namespace, label_selector=label_selector, limit=500, continue_token=token
+        )
+        items += page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            break
+    if workflow:
+        items = [
+            t
+            for t in items
+            if ((t.get("spec") or {}).get("workflowRef") or {}).get("name") == workflow
+        ]
+    if phase:
+        wanted = "" if phase == "New" else phase
+        items = [t for t in items if ((t.get("status") or {}).get("phase") or "") == wanted]
+    items.sort(key=lambda t: (t["metadata"]["namespace"], t["metadata"]["name"]))
+    return items
+
+
+def list_main(
+    rest: Rest,
+    namespace: str | None,
+    output: str | None = None,
+    *,
+    workflow: str | None = None,
+    phase: str | None = None,
+    label_selector: str | None = None,
+) -> int:
+    """``taskfsm list``; ``namespace`` None lists every namespace (``-A``)."""
+    tasks = list_tasks(
+        rest, namespace, workflow=workflow, phase=phase, label_selector=label_selector
+    )
+    if not tasks and output not in ("json", "yaml"):
+        where = f"namespace {namespace}" if namespace else "any namespace"
+        print(f"No Tasks found in {where}.", file=sys.stderr)
+        return 0
+    print_tasks(tasks, output, all_namespaces=namespace is None)
+    return 0
+
+
+def get_main(rest: Rest, namespace: str, names: Sequence[str], output: str | None = None) -> int:
+    """``taskfsm get TASK...``: 1 when one of them does not exist (the others are printed)."""
+    found, code = [], 0
+    for name in names:
+        try:
+            found.append(rest.get(TASKS, namespace, name))
+        except NotFound:
+            print(f'Error: Task "{name}" not found in namespace {namespace}', file=sys.stderr)
+            code = 1
+    if found:
+        print_tasks(found, output, single=len(names) == 1)
+    return code
+
+
+# -- wait -------------------------------------------------------------------------------------
+
+
+class WaitSpec:
+    """A parsed ``--for``: ``phase=P``, ``condition=T``, ``condition=T=S`` or ``delete``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        what, _, value = text.partition("=")
+        self.kind = what
+        self.phase = self.condition = self.status = ""
+        if what == "phase" and value:
+            self.phase = value
+        elif what == "condition" and value:
+            self.condition, _, status = value.partition("=")
+            self.status = status or "True"
+        elif what != "delete" or value:
+            raise ValueError(
+                f"--for={text}: expected phase=PHASE, condition=TYPE[=STATUS] or delete"
+            )
+
+    def met(self, task: dict[str, Any] | None) -> bool:
+        if self.kind == "delete":
+            return task is None
+        if task is None:
+            return False
+        if self.kind == "phase":
+            return ((task.get("status") or {}).get("phase") or "") == self.phase
+        cond = condition(task, self.condition)
+        return cond is not None and cond.get("status") == self.status
+
+    def hopeless(self, task: dict[str, Any] | None) -> str:
+        """Why the wait can never succeed any more ("" while it can)."""
+        if task is None:
+            return "" if self.kind == "delete" else "the Task was deleted"
+        phase = (task.get("status") or {}).get("phase") or ""
+        if self.kind == "phase" and phase in TERMINAL and phase != self.phase:
+            return f"the Task ended {phase}"
+        return ""
+
+
+def wait_main(
+    rest: Rest, namespace: str, name: str, spec: WaitSpec, timeout: float, *, quiet: bool = False
+) -> int:
+    """``taskfsm wait``: 0 when met, 1 on timeout or when it can no longer be met."""
+    deadline = time.monotonic() + timeout
+    try:
+        task: dict[str, Any] | None = rest.get(TASKS, namespace, name)
+    except NotFound:
+        if spec.kind != "delete":
+            print(f'Error: Task "{name}" not found in namespace {namespace}', file=sys.stderr)
+            return 1
+        task = None
+    version = (task or {}).get("metadata", {}).get("resourceVersion")
+    while True:
+        if spec.met(task):
+            if not quiet:
+                print(f"task.{c.GROUP}/{name} condition met ({spec.text})")
+            return 0
+        hopeless = spec.hopeless(task)
+        if hopeless:
+            print(f"Error: {name}: {hopeless}; --for={spec.text} cannot be met", file=sys.stderr)
+            return 1
+        left = deadline - time.monotonic()
+        if left <= 0:
+            phase = ((task or {}).get("status") or {}).get("phase") or "New"
+            print(
+                f"Error: timed out waiting for --for={spec.text} on Task {name} (phase {phase})",
+                file=sys.stderr,
+            )
+            return 1
+        try:
+            for kind, obj in watch_one(rest, namespace, name, version, left):
+                version = obj.get("metadata", {}).get("resourceVersion") or version
+                task = None if kind == "DELETED" else obj
+                if spec.met(task) or spec.hopeless(task):
+                    break
+        except KubeError:
+            version = None  # e.g. 410 Gone: read afresh
+        if version is None:
+            try:
+                task = rest.get(TASKS, namespace, name)
+                version = task["metadata"].get("resourceVersion")
+            except NotFound:
+                task = None
+
+
+def watch_one(
+    rest: Rest, namespace: str, name: str, version: str | None, seconds: float
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The watch events of one Task for at most ``seconds`` (server-side timeout)."""
+    stream = rest.watch(
+        TASKS,
+        namespace,
+        timeout_seconds=max(1, int(seconds)),
+        read_timeout=seconds + 30,
+        fieldSelector=f"metadata.name={name}",
+        resourceVersion=version,
+        allowWatchBookmarks="true",
+    )
+    try:
+        yield from watch_events(stream)
+    finally:
+        stream.release_conn()
+
+
+def watch_events(stream: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(type, object) of every event of an open watch response; raises on an ERROR event."""
+    buffer = b""
+    for chunk in stream.stream(65536, decode_content=True):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            event = orjson.loads(line)
+            if event.get("type") == "ERROR":
+                status = event.get("object") or {}
+                raise KubeError(
+                    status.get("message") or "watch error", status=status.get("code") or 0
+                )
+            if event.get("type") != "BOOKMARK":
+                yield event["type"], event["object"]

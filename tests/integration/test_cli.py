@@ -1,0 +1,322 @@
+"""The user-facing CLI verbs as a platform engineer runs them: a real kubectl (v1.35.4, built with
+the control plane) with the ``kubectl-taskfsm`` plugin on PATH, against the local control plane
+with the in-process controller and a simulated kubelet that serves container logs
+(taskfsm.testing.podlogs). Each verb: ``list``, ``get``, ``logs`` (local and remote
+MediaProcessingEntity, ``-f``), ``wait``, ``explain`` of a Job on a remote MPE (and what a user
+who may not read its kubeconfig Secret sees), the namespace taken from the kubeconfig context,
+and shell completion through kubectl's plugin completion."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from taskfsm.api import constants as c
+from taskfsm.testing import objects
+from taskfsm.testing.controlplane import ControlPlane
+from taskfsm.testing.kubelet import SimulatedKubelet
+from taskfsm.testing.podlogs import ANNOTATION_LOG
+from taskfsm.testing.waiting import wait_for
+from taskfsm.tools import rbac
+from tests.integration.test_rbac import token_client
+from tests.support import builders as b
+from tests.support import kubetools
+
+LOG_LINES = ["reading input.mp4", "transcoding 1/2", "transcoding 2/2", "wrote output.mp4"]
+
+
+def run(command: str, kubeconfig: Path | str, **options: Any) -> subprocess.CompletedProcess[str]:
+    return kubetools.run(command, kubeconfig, with_helm=False, **options)
+
+
+def logging_function(name: str, run_seconds: float, **options: Any) -> dict[str, Any]:
+    """A Function whose pods write LOG_LINES over ``run_seconds``."""
+    function = objects.function(name, run_seconds=run_seconds, **options)
+    pod_meta = function["spec"]["template"]["spec"]["template"]["metadata"]
+    pod_meta["annotations"][ANNOTATION_LOG] = "\n".join(LOG_LINES)
+    return function
+
+
+@pytest.fixture
+def log_kubelet(api_client, namespace):
+    """A simulated kubelet that binds its pods to a Node of its own and serves their logs."""
+    with SimulatedKubelet(api_client, namespace=namespace, logs=True) as sim:
+        yield sim
+
+
+@pytest.fixture
+def context_kubeconfig(control_plane, namespace, tmp_path) -> Path:
+    """The admin kubeconfig whose context's namespace is the test's namespace."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(control_plane.kubeconfig_dict(namespace=namespace)))
+    return path
+
+
+@pytest.fixture
+def two_tasks(engine, controller, log_kubelet) -> None:
+    """Task ``ok`` Succeeded and Task ``bad`` Failed (exit code 3), both in Workflow ``wf``."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.function("fn"))
+    engine.create(objects.function("boom", exit_code=3))
+    engine.create(objects.local_mpe("local"))
+    engine.create(objects.task("ok", workflow_name="wf", function_name="fn", mpe_name="local"))
+    engine.create(objects.task("bad", workflow_name="wf", function_name="boom", mpe_name="local"))
+    wait_for(
+        lambda: (engine.phase("ok"), engine.phase("bad")) == ("Succeeded", "Failed"),
+        timeout=60,
+        what="ok Succeeded and bad Failed",
+    )
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of a kubectl-style table, cells split at the header's column starts."""
+    header, *rows = text.splitlines()
+    names = re.split(r"\s{2,}", header.strip())
+    starts = [match.start() for match in re.finditer(r"\S+(?: \S+)*", header)]
+    return [
+        {
+            name: line[a:b].strip()
+            for name, a, b in zip(names, starts, [*starts[1:], None], strict=True)
+        }
+        for line in rows
+    ]
+
+
+def test_list_takes_the_namespace_from_the_kubeconfig_context(
+    control_plane, engine, namespace, two_tasks, context_kubeconfig
+):
+    """`kubectl taskfsm list` without -n lists the Tasks of the kubeconfig context's namespace
+    (not `default`): phase, reason, Workflow, MPE, Job and age per Task; -n another namespace
+    lists none there; -A adds a NAMESPACE column and finds both."""
+    rows = table(run("kubectl taskfsm list", context_kubeconfig).stdout)
+    assert [list(r) for r in rows[:1]] == [
+        ["NAME", "PHASE", "REASON", "WORKFLOW", "MPE", "JOB", "AGE"]
+    ]
+    by_name = {r["NAME"]: r for r in rows}
+    assert set(by_name) == {"bad", "ok"}
+    for name, phase, reason in (
+        ("ok", "Succeeded", "JobSucceeded"),
+        ("bad", "Failed", "JobFailed"),
+    ):
+        task = engine.task(name)
+        assert by_name[name]["PHASE"] == phase
+        assert by_name[name]["REASON"] == reason
+        assert by_name[name]["WORKFLOW"] == "wf"
+        assert by_name[name]["MPE"] == "local"
+        assert by_name[name]["JOB"] == task["status"]["jobRef"]["name"]
+        assert re.fullmatch(r"\d+s", by_name[name]["AGE"])
+
+    elsewhere = run("kubectl taskfsm list -n kube-system", context_kubeconfig)
+    assert elsewhere.stdout == ""
+    assert "No Tasks found in namespace kube-system." in elsewhere.stderr
+
+    everywhere = table(run("taskfsm ls -A", context_kubeconfig).stdout)
+    assert {(r["NAMESPACE"], r["NAME"]) for r in everywhere} >= {
+        (namespace, "ok"),
+        (namespace, "bad"),
+    }
+
+    wide = table(run("kubectl taskfsm list -o wide --phase Failed", context_kubeconfig).stdout)
+    assert [(r["NAME"], r["FUNCTION"]) for r in wide] == [("bad", "boom")]
+    assert wide[0]["STARTED"] == engine.task("bad")["status"]["startTime"]
+
+
+def test_list_and_get_print_json_yaml_and_names(
+    control_plane, engine, namespace, two_tasks, context_kubeconfig
+):
+    """-o json and -o yaml print the stored objects (a v1 List for list, the object for get of
+    one Task), -o name prints kubectl-style names, and get of a missing Task exits 1."""
+    listed = json.loads(run("kubectl taskfsm list -o json", context_kubeconfig).stdout)
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    assert [t["metadata"]["name"] for t in listed["items"]] == ["bad", "ok"]
+    assert listed["items"][1]["status"] == engine.task("ok")["status"]
+
+    got = yaml.safe_load(run("kubectl taskfsm get ok -o yaml", context_kubeconfig).stdout)
+    assert got["kind"] == c.KIND_TASK
+    assert got["metadata"]["uid"] == engine.task("ok")["metadata"]["uid"]
+
+    names = run(f"taskfsm get ok bad -n {namespace} -o name", context_kubeconfig).stdout
+    assert names.splitlines() == [f"task.{c.GROUP}/ok", f"task.{c.GROUP}/bad"]
+
+    missing = run("kubectl taskfsm get nope", context_kubeconfig, check=False)
+    assert missing.returncode == 1
+    assert f'Task "nope" not found in namespace {namespace}' in missing.stderr
+
+
+def test_wait_for_a_phase(control_plane, engine, controller, log_kubelet, context_kubeconfig):
+    """`wait --for=phase=Succeeded` returns 0 once the Task succeeds; waiting for Succeeded on a
+    Task that failed ends at once with exit 1; a Task that cannot get there in time times out."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.function("slow", run_seconds=2))
+    engine.create(objects.function("boom", exit_code=1))
+    engine.create(b.never_starting(objects.function("stuck")))
+    engine.create(objects.local_mpe("local"))
+    engine.create(objects.task("t", workflow_name="wf", function_name="slow", mpe_name="local"))
+    done = run("kubectl taskfsm wait t --for=phase=Succeeded --timeout 90s", context_kubeconfig)
+    assert done.stdout.strip() == f"task.{c.GROUP}/t condition met (phase=Succeeded)"
+    assert engine.phase("t") == "Succeeded"
+    condition = run("taskfsm wait t --for=condition=Complete --timeout 5", context_kubeconfig)
+    assert "condition met (condition=Complete)" in condition.stdout
+
+    engine.create(objects.task("f", workflow_name="wf", function_name="boom", mpe_name="local"))
+    failed = run(
+        "kubectl taskfsm wait f --for=phase=Succeeded --timeout 90",
+        context_kubeconfig,
+        check=False,
+    )
+    assert failed.returncode == 1
+    assert "f: the Task ended Failed; --for=phase=Succeeded cannot be met" in failed.stderr
+
+    # In a Workflow of its own: f's failure terminated wf and would fail s as well.
+    engine.create(objects.workflow("wf2"))
+    engine.create(objects.task("s", workflow_name="wf2", function_name="stuck", mpe_name="local"))
+    stuck = run("kubectl taskfsm wait s --timeout 3", context_kubeconfig, check=False)
+    assert stuck.returncode == 1
+    assert "timed out waiting for --for=phase=Succeeded on Task s" in stuck.stderr
+
+
+def test_logs_follow_and_tail(control_plane, engine, controller, log_kubelet, context_kubeconfig):
+    """`logs -f` started before the Task has a Job waits for it and its pod, streams the lines
+    as the container writes them and ends when it exits; afterwards `logs` prints the whole
+    log and `--tail 1` the last line (read from the simulated kubelet through the API
+    server's pods/log, as kubectl logs reads it)."""
+    engine.create(objects.workflow("wf"))
+    engine.create(logging_function("fn", run_seconds=2))
+    engine.create(objects.local_mpe("local"))
+    follower = subprocess.Popen(
+        ["bash", "-c", "kubectl taskfsm logs t -f"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=kubetools.REPO_ROOT,
+        env=kubetools.environment(context_kubeconfig, with_helm=False),
+    )
+    engine.create(objects.task("t", workflow_name="wf", function_name="fn", mpe_name="local"))
+    out, err = follower.communicate(timeout=120)
+    assert follower.returncode == 0, err
+    assert out.splitlines() == LOG_LINES
+    wait_for(lambda: engine.phase("t") == "Succeeded", timeout=60, what="Task Succeeded")
+
+    assert run("kubectl taskfsm logs t", context_kubeconfig).stdout.splitlines() == LOG_LINES
+    assert run("taskfsm logs t --tail 1", context_kubeconfig).stdout == f"{LOG_LINES[-1]}\n"
+    # The same log kubectl itself reads from the pod.
+    pod = engine.task("t")["status"]["jobRef"]["name"]
+    assert LOG_LINES[0] in run(f"kubectl logs job/{pod}", context_kubeconfig).stdout
+
+
+def test_logs_of_a_task_without_a_job(control_plane, engine, context_kubeconfig):
+    """A Task no controller has seen has no Job: one error line, exit 1."""
+    engine.create(objects.task("quiet", workflow_name="wf"))
+    proc = run("kubectl taskfsm logs quiet", context_kubeconfig, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "error: Task quiet has no Job (phase New)"
+
+
+@pytest.fixture
+def remote_cluster(remote_control_plane: ControlPlane):
+    """A fresh namespace in the second cluster, with a log-serving simulated kubelet."""
+    name = f"remote-{uuid.uuid4().hex[:8]}"
+    with remote_control_plane.api_client() as api:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        with SimulatedKubelet(api, namespace=name, logs=True):
+            yield remote_control_plane, name
+        client.CoreV1Api(api).delete_namespace(name, propagation_policy="Background")
+
+
+def test_explain_and_logs_of_a_job_on_a_remote_mpe(
+    control_plane, engine, controller, api_client, namespace, remote_cluster, context_kubeconfig
+):
+    """A Task whose Job runs in another cluster: `explain` reads that Job through the MPE's
+    kubeconfig Secret and `logs` prints its pod's log. A user whose RBAC allows Tasks and MPEs
+    but not Secrets gets explain's other facts with a line saying the Secret could not be read
+    (exit 0), and `logs` says so in one line (exit 1)."""
+    remote, remote_ns = remote_cluster
+    secret = b.kubeconfig_secret("remote-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
+    client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
+    engine.create(b.remote_mpe("far", secret_name="remote-kubeconfig"))
+    engine.create(objects.workflow("wf"))
+    engine.create(logging_function("fn", run_seconds=0))
+    engine.create(objects.task("t", workflow_name="wf", function_name="fn", mpe_name="far"))
+    wait_for(lambda: engine.phase("t") == "Succeeded", timeout=90, what="remote Task Succeeded")
+    job = engine.task("t")["status"]["jobRef"]
+    assert job["namespace"] == remote_ns
+
+    out = run("kubectl taskfsm explain t --diagram none", context_kubeconfig).stdout
+    assert f"  Job:        {remote_ns}/{job['name']} (uid {job['uid']})" in out
+    assert f"on remote MediaProcessingEntity {namespace}/far ({remote.server})" in out
+    assert "              pods: active 0, succeeded 1, failed 0" in out
+    assert "Complete" in out
+    logs = run("kubectl taskfsm logs t", context_kubeconfig).stdout
+    assert logs.splitlines() == LOG_LINES
+
+    reader = [
+        rbac.Rule((c.GROUP,), ("tasks", "mediaprocessingentities"), ("get", "list"), "cli"),
+        rbac.Rule(("events.k8s.io",), ("events",), ("list",), "cli"),
+    ]
+    restricted = token_client(api_client, control_plane, namespace, reader, [])
+    kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
+    kubeconfig["users"][0]["user"] = {"token": restricted.configuration.api_key["BearerToken"]}
+    limited = context_kubeconfig.parent / "limited"
+    limited.write_text(yaml.safe_dump(kubeconfig))
+    explained = run("kubectl taskfsm explain t --diagram none", limited)
+    assert "  Phase:      Succeeded" in explained.stdout
+    assert (
+        f"cannot be read: your credentials may not read the kubeconfig Secret "
+        f"{namespace}/remote-kubeconfig of MediaProcessingEntity {namespace}/far (forbidden)"
+    ) in explained.stdout
+    refused = run("kubectl taskfsm logs t", limited, check=False)
+    assert refused.returncode == 1
+    assert "may not read the kubeconfig Secret" in refused.stderr
+    assert "Traceback" not in refused.stderr + explained.stderr
+
+
+def test_shell_completion_through_kubectl(control_plane, engine, two_tasks, context_kubeconfig):
+    """kubectl completes the plugin through kubectl_complete-taskfsm: the verbs, and Task names
+    read from the kubeconfig context's namespace; `taskfsm completion bash` prints the code
+    that registers both commands."""
+    verbs = run("kubectl __complete taskfsm l", context_kubeconfig).stdout.splitlines()
+    assert verbs[: verbs.index(":4")] == ["list", "ls", "logs"]
+    names = run("kubectl __complete taskfsm logs ''", context_kubeconfig).stdout.splitlines()
+    assert names[: names.index(":4")] == ["bad", "ok"]
+    code = run("taskfsm completion bash", context_kubeconfig).stdout
+    assert "complete" in code
+    assert "kubectl-taskfsm" in code
+    assert "taskfsm" in code
+
+
+def test_kubectl_taskfsm_ui_serves_the_context_namespace(
+    control_plane, namespace, crds, context_kubeconfig
+):
+    """`kubectl taskfsm ui` (the plugin) prints its loopback URL and serves the kubeconfig
+    context's namespace; SIGTERM stops it with exit 0."""
+    proc = subprocess.Popen(
+        ["bash", "-c", "exec kubectl taskfsm ui"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=kubetools.REPO_ROOT,
+        env=kubetools.environment(context_kubeconfig, with_helm=False),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert re.fullmatch(
+            rf"taskfsm ui: http://127\.0\.0\.1:\d+/ \(namespace {namespace}; read-only; Ctrl-C stops\)\n",
+            line,
+        ), line
+        url = line.split()[2]
+        with urllib.request.urlopen(url + "api/meta") as answer:
+            assert json.loads(answer.read())["namespace"] == namespace
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
