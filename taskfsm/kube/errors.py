@@ -69,6 +69,12 @@ class Invalid(KubeError):
 class Forbidden(KubeError):
     status = 403
 
+    @property
+    def rbac_denied(self) -> bool:
+        """The caller lacks a permission (RBAC's "... cannot <verb> resource ..."), as opposed to
+        a refusal of the object itself (a namespace being terminated, an admission policy)."""
+        return " cannot " in str(self)
+
 
 class Unavailable(KubeError):
     """No usable answer: connection refused or reset, a timeout, 429, or a 5xx."""

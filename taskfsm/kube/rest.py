@@ -38,7 +38,9 @@ deadline (docs/operations.md, "Request timeouts and retries"):
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,7 +52,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from taskfsm.kube import wire
-from taskfsm.kube.errors import ConnectionDropped, KubeError, Unavailable, api_errors
+from taskfsm.kube.errors import ConnectionDropped, Forbidden, KubeError, Unavailable, api_errors
+
+log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -184,6 +188,11 @@ class Rest:
         self.timeout = timeout
         self.write_guard = write_guard
         self.sleep = sleep
+        self.denied: dict[tuple[str, str], str] = {}
+        """(verb, resource) → the API server's message, while the latest such request was
+        refused for lack of a permission (RBAC); cleared by the next one that succeeds. The
+        controller reports these on ``/readyz`` (docs/install.md, "RBAC")."""
+        self._denied_lock = threading.Lock()
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -396,7 +405,44 @@ class Rest:
         timeout: Timeout,
         verb: str | None,
     ) -> dict[str, Any] | WatchStream:
-        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`."""
+        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`; a refusal for
+        lack of a permission is also noted in :attr:`denied` (and logged once, at WARNING)."""
+        try:
+            answer = self._send_once(
+                method, path, label, params, headers, body, stream, timeout, verb
+            )
+        except Forbidden as exc:
+            if exc.rbac_denied:
+                self._note_denied((verb or method, label), str(exc))
+            raise
+        if self.denied:
+            self._note_denied((verb or method, label), "")
+        return answer
+
+    def _note_denied(self, key: tuple[str, str], message: str) -> None:
+        with self._denied_lock:
+            if message:
+                if key not in self.denied:
+                    log.warning(
+                        "the API server refused a request for lack of a permission",
+                        extra={"verb": key[0], "resource": key[1], "error": message},
+                    )
+                self.denied[key] = message
+            else:
+                self.denied.pop(key, None)
+
+    def _send_once(
+        self,
+        method: str,
+        path: str,
+        label: str,
+        params: Sequence[tuple[str, Any]],
+        headers: dict[str, str],
+        body: Any,
+        stream: bool,
+        timeout: Timeout,
+        verb: str | None,
+    ) -> dict[str, Any] | WatchStream:
         code = 0
         try:
             with api_errors():

@@ -255,6 +255,7 @@ class Controller:
         self.leading = threading.Event()
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | BucketElector | None = None
+        self._lease_rest: Rest | None = None
         self._wire_handlers()
         self.metrics.buckets_held.set_function(lambda: float(len(self.ownership.held())))
         self.metrics.watch_tasks_by_phase(self._tasks_by_phase)
@@ -298,6 +299,7 @@ class Controller:
             host = self.api_client.configuration.host
             # The Lease's own Rest: its writes are the one thing the write gate lets through.
             lease_rest = Rest(self.api_client, observer=self.metrics.request_observer(host))
+            self._lease_rest = lease_rest
             if self.ownership.bucketed:
                 self.elector = self.ownership.elector = BucketElector(
                     lease_rest,
@@ -499,6 +501,12 @@ class Controller:
             return f"watches failing: {', '.join(unhealthy)}"
         if not self.registry.healthy():
             return "a MediaProcessingEntity Job watch is failing"
+        denied = {**self.rest.denied, **(self._lease_rest.denied if self._lease_rest else {})}
+        if denied:
+            # A permission the controller needs is missing (the RBAC was changed or is older
+            # than this version): say which, instead of failing quietly (docs/install.md).
+            missing = ", ".join(f"{verb} {resource}" for verb, resource in sorted(denied))
+            return f"permissions missing: {missing}"
         return ""
 
     # -- workers ---------------------------------------------------------------------------------

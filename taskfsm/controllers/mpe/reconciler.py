@@ -107,7 +107,9 @@ class MpeReconciler:
         if add is not None:
             self._patch(mpe, add)
         try:
-            problem = self._connect(key, mpe)
+            # While Tasks use the MPE its working client is kept, whatever happens to its spec or
+            # Secret (a namespace deletion may delete the Secret first).
+            problem = self._connect(key, mpe, keep=bool(self.tasks_using(key)))
         except _ShuttingDown:
             return Result()  # say nothing about the MPE
         if problem is not None:
@@ -125,7 +127,7 @@ class MpeReconciler:
         A deleting MPE keeps its client until it is gone, for the Tasks still using it."""
         deleting = bool(mpe["metadata"].get("deletionTimestamp"))
         try:
-            problem = self._connect(key, mpe, keep=deleting)
+            problem = self._connect(key, mpe, keep=deleting or bool(self.tasks_using(key)))
         except _ShuttingDown:
             return Result()
         if problem is not None:
@@ -164,6 +166,13 @@ class MpeReconciler:
         problem = self.registry.refusal(cluster)
         if problem is None and not was_ready:
             self.on_ready(key)
+        kept = self.registry.kept(key)
+        if problem is None and kept is not None:
+            return MpeError(
+                f"{kept}; the client set up before is kept while Tasks use this "
+                "MediaProcessingEntity",
+                kept.reason,
+            )
         return problem
 
     def _needs_cluster(self, key: MpeKey, task: dict[str, Any]) -> bool:
@@ -209,13 +218,18 @@ class MpeReconciler:
             except _ShuttingDown:
                 return Result()
             cluster = self.registry.get(_ref(key))
+            if problem is not None and self.registry.kept(key) is not None:
+                problem = None  # the kept client still reaches the cluster: use it
             try:
                 if problem is not None or cluster is None:
                     raise KubeError(str(problem or "the cluster's client is not ready"))
                 for each in [cluster, *self.registry.retired(key)]:
                     self.collect_orphans(each, tasks)
             except KubeError as exc:
-                if not self._deletion_older_than(mpe, self.cleanup_timeout):
+                self.registry.mark_unreachable(_ref(key))
+                # --cleanup-timeout counts the time the cluster has not answered, not since the
+                # deletion (a queue may have held the reconcile back while it answered).
+                if self.registry.unreachable_for(_ref(key)) < self.cleanup_timeout:
                     return Result(error=f"deleting orphaned Jobs and Secrets before going: {exc}")
                 self.events.record(
                     mpe,
@@ -229,15 +243,6 @@ class MpeReconciler:
             with contextlib.suppress(NotFound):
                 self._patch(mpe, remove)
         return Result()
-
-    @staticmethod
-    def _deletion_older_than(mpe: dict[str, Any], seconds: float) -> bool:
-        stamp = (mpe.get("metadata") or {}).get("deletionTimestamp") or ""
-        try:
-            since = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        except ValueError:
-            return True
-        return (datetime.now(UTC) - since).total_seconds() >= seconds
 
     def _patch(self, mpe: dict[str, Any], patch: list[dict[str, Any]]) -> None:
         meta = mpe["metadata"]

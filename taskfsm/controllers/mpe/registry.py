@@ -236,6 +236,12 @@ class MpeRegistry:
         self._secret_watches: dict[SecretKey, _SharedWatch] = {}
         self._secret_of: dict[MpeKey, SecretKey] = {}
         self._errors: dict[MpeKey, str] = {}
+        self._kept: dict[MpeKey, MpeError] = {}
+        self._unreachable_since: dict[MpeKey, float] = {}
+        """Monotonic time since which each MPE has been found unreachable (cleared when it
+        answers): what ``--cleanup-timeout`` counts, not queueing delay (see
+        :meth:`unreachable_for`)."""
+        """MPEs whose cluster is kept although a new one could not be built (see sync)."""
         self._lock = threading.RLock()
         self._interrupted = threading.Event()
 
@@ -368,9 +374,11 @@ class MpeRegistry:
         """Build (or keep, or rebuild) the cluster of ``mpe``; raise :class:`MpeError` if unusable.
 
         Spec or kubeconfig changes are detected through a fingerprint (generation and the
-        Secret's resourceVersion) and rebuild the client (D19). With ``keep`` (a deleting MPE
-        whose Tasks still need it) a cluster already set up is kept when no new one can be
-        built, e.g. its kubeconfig Secret went first in a namespace deletion.
+        Secret's resourceVersion) and rebuild the client (D19). With ``keep`` (Tasks still use
+        the MPE) a cluster already set up is kept when no new one can be built -- its
+        kubeconfig Secret went first in a namespace deletion, or was replaced by a broken one --
+        so the last working client outlives every Job it is responsible for; :meth:`kept` then
+        says why no new one could be built (docs/operations.md, "Deleting a namespace").
         """
         key = key_of(mpe)
         try:
@@ -378,10 +386,13 @@ class MpeRegistry:
         except MpeError as exc:
             with self._lock:
                 current = self._clusters.get(key)
-            if keep and current is not None:
-                return current
+                if keep and current is not None:
+                    self._kept[key] = exc
+                    return current
             self.remove(key, error=str(exc))
             raise
+        with self._lock:
+            self._kept.pop(key, None)
         fingerprint, api_client, namespace, remote, cluster_id = target
         with self._lock:
             current = self._clusters.get(key)
@@ -418,10 +429,41 @@ class MpeRegistry:
             raise MpeError(error)
         return cluster
 
+    def mark_unreachable(self, ref: dict[str, Any] | None) -> None:
+        """The MPE ``ref`` names could not be used (its cluster does not answer or refuses, or
+        it could not be set up); the clock of :meth:`unreachable_for` starts if not running."""
+        if ref:
+            with self._lock:
+                self._unreachable_since.setdefault(key_of_ref(ref), time.monotonic())
+
+    def mark_reachable(self, ref: dict[str, Any] | None) -> None:
+        """The MPE ``ref`` names answered."""
+        if ref:
+            with self._lock:
+                self._unreachable_since.pop(key_of_ref(ref), None)
+
+    def unreachable_for(self, ref: dict[str, Any] | None) -> float:
+        """Seconds the MPE has been unreachable without a break (0 while it answers). In
+        process memory: a restart starts the count again, so a bound on it waits longer after
+        a restart, never shorter."""
+        if not ref:
+            return 0.0
+        with self._lock:
+            since = self._unreachable_since.get(key_of_ref(ref))
+        return 0.0 if since is None else time.monotonic() - since
+
+    def kept(self, key: MpeKey) -> MpeError | None:
+        """Why ``key``'s cluster is kept although its spec or kubeconfig can no longer build
+        one (None when it is current)."""
+        with self._lock:
+            return self._kept.get(key)
+
     def forget(self, key: MpeKey) -> None:
         """``key`` is gone (deleted, or its finalizer released): drop its cluster, its earlier
         locations, its error and its kubeconfig Secret watch."""
         self.remove(key)
+        with self._lock:
+            self._unreachable_since.pop(key, None)
         self.release_retired(key, lambda _cluster: False)
         self._watch_secret(key, None)
 
@@ -452,8 +494,10 @@ class MpeRegistry:
         drops that too."""
         with self._lock:
             cluster = self._clusters.pop(key, None)
+            self._kept.pop(key, None)
             if error:
                 self._errors[key] = error
+                self._unreachable_since.setdefault(key, time.monotonic())
             else:
                 self._errors.pop(key, None)
         if cluster is not None:

@@ -78,9 +78,9 @@ class TaskReconciler:
         on_job_created: called with the seconds from a Task's creation to its Job's (a metric).
         resync_seconds: how often a Task whose Job may still change is looked at again without an
             event (bounds how long a missed Job event can go unnoticed, F4).
-        cleanup_timeout: seconds after its deletionTimestamp during which a deleting Task waits
-            for an unreachable MediaProcessingEntity to clean up its Job; afterwards the Job is
-            abandoned (Warning Event) and the Task goes (§3.10, D22).
+        cleanup_timeout: seconds a deleting Task waits for its MediaProcessingEntity to answer
+            again, counted while it does not (not from the deletionTimestamp); afterwards the
+            Job is abandoned (Warning Event) and the Task goes (§3.10, D22).
         job_ttl_seconds: the Jobs' ``ttlSecondsAfterFinished`` (§1.13).
         job_pods_refused_timeout: seconds a Running Task waits while its Job's pods are refused
             (Pod Security, an admission policy, a quota) before it fails with
@@ -426,7 +426,7 @@ class TaskReconciler:
         # The MPE's cluster, or the earlier one its Job was made in (the MPE was pointed elsewhere
         # since; its Jobs stay where they were made, D19).
         cluster = self.mpes.job_cluster(mpe_ref, job_ref)
-        cleanup_wait_left = self._cleanup_wait_left(task) if deleting else 0.0
+        cleanup_wait_left = self._cleanup_wait_left(mpe_ref) if deleting else 0.0
         state.cluster = cluster
         state.cluster_error = ""
         job_name = jobs.job_name(task)
@@ -456,6 +456,10 @@ class TaskReconciler:
                     # Refused (a revoked token, lost RBAC): the MPE's reconcile says so on its
                     # Ready condition, now rather than at its next resync.
                     self.mpes.on_mpe_event(key_of_ref(mpe_ref))
+        if cluster is not None:
+            self.mpes.mark_reachable(mpe_ref)
+        elif mpe_ref and (state.cluster_error or self.mpes.error(mpe_ref)):
+            self.mpes.mark_unreachable(mpe_ref)
         state.job = job
         job_meta = (job or {}).get("metadata") or {}
         job_state = JobState.ABSENT
@@ -538,12 +542,14 @@ class TaskReconciler:
         waited = (self.clock() - first).total_seconds()
         return message, max(0.0, self.job_pods_refused_timeout - waited)
 
-    def _cleanup_wait_left(self, task: dict[str, Any]) -> float:
-        """Seconds a deleting Task may still wait for an unreachable MPE (0 once over)."""
-        deleted = _parse_time(task["metadata"].get("deletionTimestamp"))
-        if deleted is None:
-            return 0.0
-        return max(0.0, self.cleanup_timeout - (self.clock() - deleted).total_seconds())
+    def _cleanup_wait_left(self, mpe_ref: dict[str, Any] | None) -> float:
+        """Seconds a deleting Task may still wait for its MPE to answer (0 once over).
+
+        The bound counts only the time the MPE has been unreachable without a break, as seen by
+        this process (:meth:`~taskfsm.controllers.mpe.registry.MpeRegistry.unreachable_for`),
+        not since the deletion: a deletion that waited in the queue behind other work (one
+        worker, a slow API server) while its MPE answered has not waited for the MPE at all."""
+        return max(0.0, self.cleanup_timeout - self.mpes.unreachable_for(mpe_ref))
 
     def _mpe_exists(self, ref: dict[str, Any] | None) -> bool:
         """Whether ``ref`` names an MPE kind and that object is in the cache."""
