@@ -15,6 +15,9 @@ import contextlib
 import pytest
 from kubernetes import client, utils
 
+from taskfsm.kube import client as kube_client
+from taskfsm.kube.errors import KubeError
+from taskfsm.kube.rest import JOBS, Rest
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import job_policy, rbac
@@ -34,7 +37,10 @@ def test_pods_refused_by_pod_security_make_the_task_say_so_then_fail(tenant: Ten
     wait_for(
         lambda: tenant.condition("Task", "t", "Ready").get("reason") == "JobPodsRefused",
         timeout=90,
-        what="Ready=False JobPodsRefused",
+        what=lambda: (
+            f"Ready=False JobPodsRefused: {tenant.status('Task', 't')}, jobs "
+            f"{[j.get('status') for j in tenant.jobs()]}, events {[e.get('reason') for e in tenant.events()]}"
+        ),
     )
     ready = tenant.condition("Task", "t", "Ready")
     assert ready["status"] == "False"
@@ -48,10 +54,35 @@ def test_pods_refused_by_pod_security_make_the_task_say_so_then_fail(tenant: Ten
 
 
 @pytest.fixture
-def job_bounds(admin):
-    """The shipped ValidatingAdmissionPolicy, for the controller's ServiceAccount."""
+def job_bounds(admin, controller, tenant: Tenant):
+    """The shipped ValidatingAdmissionPolicy, for the controller's ServiceAccount; returns once
+    the API server enforces it (a server-side dry run of a violating Job, as the controller, is
+    refused)."""
     docs = job_policy.render(user=job_policy.controller_user(rbac.NAMESPACE))
     utils.create_from_yaml(admin, yaml_objects=docs)
+    kubeconfig = next(a.split("=", 1)[1] for a in controller.cmd if a.startswith("--kubeconfig="))
+    as_controller = Rest(kube_client.from_kubeconfig(kubeconfig))
+    probe = {
+        "metadata": {"name": "policy-probe"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "hostNetwork": True,
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "example.invalid/probe"}],
+                }
+            }
+        },
+    }
+
+    def enforced() -> bool:
+        try:
+            as_controller.create(JOBS, tenant.namespace, probe, dry_run=True)
+        except KubeError as exc:
+            return "taskfsm" in str(exc)
+        return False
+
+    wait_for(enforced, timeout=30, what="the job policy enforced")
     yield
     api = client.AdmissionregistrationV1Api(admin)
     with contextlib.suppress(client.ApiException):

@@ -14,7 +14,7 @@ from taskfsm.testing import objects
 from taskfsm.testing.kubelet import SimulatedKubelet
 from taskfsm.testing.waiting import wait_for
 
-PODS_REFUSED_TIMEOUT = 20
+PODS_REFUSED_TIMEOUT = 45
 """--job-pods-refused-timeout of the security tests' controller (seconds)."""
 
 
