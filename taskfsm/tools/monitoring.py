@@ -163,7 +163,7 @@ def alert_rules(series: Series) -> list[dict[str, Any]]:
     tasks, healthy = "taskfsm_tasks", "taskfsm_watch_healthy"
     longest = "workqueue_longest_running_processor_seconds"
     stuck = s(tasks, f'phase=~"{"|".join(STUCK_PHASES)}"')
-    rules = [
+    rules: list[dict[str, Any]] = [
         {
             "alert": "TaskfsmReconcileErrors",
             "expr": _lines(
