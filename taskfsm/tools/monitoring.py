@@ -42,6 +42,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from taskfsm.manager.metrics import Metrics
+from taskfsm.tools.deploygen import REPOSITORY_URL
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SELECTOR: Final = 'job="taskfsm-controller-metrics"'
@@ -51,7 +52,7 @@ RULES_HEADER: Final = (
     " edit.\n# Alerts: docs/operations.md (Alerts and dashboard). Unit tests:"
     " tests/monitoring/alerts.test.yaml.\n"
 )
-RUNBOOK_URL: Final = "https://github.com/nagare-media/taskfsm/blob/main/docs/runbooks.md"
+RUNBOOK_URL: Final = f"{REPOSITORY_URL}/blob/main/docs/runbooks.md"
 """docs/runbooks.md as published with the repository; an alert's ``runbook_url`` is this plus
 ``#<alert name in lower case>``, the anchor of its heading (the chart can point elsewhere:
 ``metrics.prometheusRule.runbookUrl``)."""
