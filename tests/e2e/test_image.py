@@ -4,9 +4,15 @@ the entry point as the non-root user on a read-only root filesystem, and runs a 
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
+import tarfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,7 +20,8 @@ import yaml
 
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
-from tests.support import image
+from taskfsm.tools import deploygen
+from tests.support import image, oci_image
 from tests.support.process import ControllerProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,3 +97,92 @@ def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
         job = cluster.task("t")["status"]["jobRef"]["name"]
         assert [j["metadata"]["name"] for j in cluster.jobs()] == [job]
         assert proc.terminate() == 0, proc.tail()
+
+
+def _skopeo(*args: str) -> str:
+    """skopeo from Debian (scripts/setup.sh installs it for the tests); missing: the test fails."""
+    skopeo = shutil.which("skopeo")
+    assert skopeo, "skopeo is missing: scripts/setup.sh test installs it (Debian package)"
+    proc = subprocess.run([skopeo, *args], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"skopeo {' '.join(args)}:\n{proc.stderr}"
+    return proc.stdout
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.mark.timeout(900)  # a cold build of the root filesystem (scripts/setup.sh makes it warm)
+def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
+    """`make image`'s OCI archive (tests/support/oci_image.py) holds the tested root filesystem
+    as one layer with the Dockerfile's USER, ENTRYPOINT and CMD; skopeo reads it both as an OCI
+    archive (podman load) and as a docker archive (docker load) and copies it with every digest
+    checked; the copied layer, unpacked, runs the entry point as the non-root user; the CycloneDX
+    SBOM beside it lists exactly the image's Python distributions, at uv.lock's versions."""
+    rootfs = image.build()
+    spec = image.dockerfile()
+    result = oci_image.write(tmp_path / "dist", rootfs=rootfs)
+    version = deploygen.project_version()
+    assert result.archive.name == f"taskfsm-{version}.oci.tar"
+    assert result.sbom.parent == result.archive.parent
+    assert result.reference == f"ghcr.io/nagare-media/taskfsm:{version}" == deploygen.image()
+
+    oci = f"oci-archive:{result.archive}:{result.tag}"
+    inspected = json.loads(_skopeo("inspect", oci))
+    assert inspected["Digest"] == result.manifest_digest
+    assert (inspected["Architecture"], inspected["Os"]) == ("amd64", "linux")
+    assert inspected["Labels"]["org.opencontainers.image.version"] == version
+    config = json.loads(_skopeo("inspect", "--config", oci))
+    assert config["config"]["User"] == spec.user == "65532:65532"
+    assert config["config"]["Entrypoint"] == list(spec.entrypoint)
+    assert config["config"]["Cmd"] == list(spec.cmd) == ["run"]
+    assert config["rootfs"]["diff_ids"] == [result.layer_diff_id]
+    docker = json.loads(_skopeo("inspect", f"docker-archive:{result.archive}"))
+    assert docker["Layers"] == [result.layer_diff_id]  # docker archives name layers uncompressed
+
+    copied = tmp_path / "copied"
+    _skopeo("copy", oci, f"dir:{copied}")  # reads every blob and checks its digest
+    [layer] = inspected["Layers"]
+    blob = copied / layer.removeprefix("sha256:")
+    with tarfile.open(blob) as tar:
+        members = tar.getmembers()
+        names = {m.name for m in members}
+        assert len(names) == len(members)
+        assert "opt/taskfsm/bin/taskfsm" in names
+        assert "etc/passwd" in names
+        assert {"dev", "proc", "sys", "tmp"} <= names
+        assert not [n for n in names if n.startswith(("dev/", "proc/", "sys/"))]
+        assert names == {str(p.relative_to(rootfs)) for p in oci_image._entries(rootfs)}
+        unpacked = tmp_path / "unpacked"
+        tar.extractall(unpacked, numeric_owner=True, filter="fully_trusted")
+    assert (unpacked / "opt/taskfsm/bin/taskfsm").stat().st_uid == 0
+    proc = subprocess.run(
+        image.run_command(unpacked, ["--version"]), capture_output=True, text=True, check=False
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"taskfsm {version}"), proc.stderr
+
+    bom = json.loads(result.sbom.read_text())
+    assert (bom["bomFormat"], bom["specVersion"]) == ("CycloneDX", "1.6")
+    subject = bom["metadata"]["component"]
+    assert (subject["type"], subject["name"], subject["version"]) == (
+        "container",
+        "ghcr.io/nagare-media/taskfsm",
+        version,
+    )
+    listed = {_normalized(c["name"]): c["version"] for c in bom["components"]}
+    site = rootfs / oci_image.VENV_SITE_PACKAGES
+    installed = {
+        _normalized(d.metadata["Name"]): d.version
+        for d in importlib.metadata.distributions(path=[str(site)])
+    }
+    assert listed == installed
+    assert listed["taskfsm"] == version
+    assert "pytest" not in listed  # the image has no test tools
+    locked = {
+        _normalized(p["name"]): p["version"]
+        for p in tomllib.loads((REPO / "uv.lock").read_text())["package"]
+    }
+    assert {name: locked.get(name) for name in listed} == listed
+    assert all(
+        c["purl"] == f"pkg:pypi/{_normalized(c['name'])}@{c['version']}" for c in bom["components"]
+    )
