@@ -4,7 +4,7 @@
 #   scripts/setup.sh [demo]   `make demo`, `make bench`: uv (from PyPI), the locked Python
 #                             environment (.venv from uv.lock), graphviz (Debian) and the control
 #                             plane (tools/controlplane/build.sh)
-#   scripts/setup.sh test     `make test`: the above, then mmdebstrap and skopeo (Debian), helm,
+#   scripts/setup.sh test     `make test`: the above, then mmdebstrap, skopeo, podman (Debian), helm,
 #                             the Kueue manager, promtool (tools/*/build.sh) and the image's root
 #                             filesystem (tests/support/image.py). The tests would build each of
 #                             these on first use too; building them first keeps the build time
@@ -46,9 +46,11 @@ else
 fi
 
 # Debian packages: graphviz (`dot`, the diagrams); for the tests and the image, mmdebstrap (the
-# image's root filesystem) and skopeo (the image archive test).
+# image's root filesystem) and skopeo (copies the image archive); for the tests, podman (loads
+# it).
 need=(dot:graphviz)
 [ "$purpose" = demo ] || need+=(mmdebstrap:mmdebstrap skopeo:skopeo)
+[ "$purpose" != test ] || need+=(podman:podman)
 missing=()
 for pair in "${need[@]}"; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def _mount_options(pid: int, mount_point: str) -> set[str]:
     return set(fields[-1][5].split(","))  # the last one mounted there is the one in effect
 
 
-@pytest.mark.timeout(900)  # a cold build of the root filesystem (scripts/setup.sh makes it warm)
+@pytest.mark.timeout(900)  # a cold root filesystem build (`make setup-test` makes it warm)
 def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
     control_plane, cluster, kubelet, namespace, tmp_path
 ):
@@ -100,7 +101,7 @@ def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
 
 
 def _skopeo(*args: str) -> str:
-    """skopeo from Debian (scripts/setup.sh installs it for the tests); missing: the test fails."""
+    """skopeo from Debian (`scripts/setup.sh test` installs it); missing: the test fails."""
     skopeo = shutil.which("skopeo")
     assert skopeo, "skopeo is missing: scripts/setup.sh test installs it (Debian package)"
     proc = subprocess.run([skopeo, *args], capture_output=True, text=True, check=False)
@@ -112,12 +113,12 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@pytest.mark.timeout(900)  # a cold build of the root filesystem (scripts/setup.sh makes it warm)
+@pytest.mark.timeout(900)  # a cold root filesystem build (`make setup-test` makes it warm)
 def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     """`make image`'s OCI archive (tests/support/oci_image.py) holds the tested root filesystem
     as one layer with the Dockerfile's USER, ENTRYPOINT and CMD; skopeo reads it both as an OCI
-    archive (podman load) and as a docker archive (docker load) and copies it with every digest
-    checked; the copied layer, unpacked, runs the entry point as the non-root user; the CycloneDX
+    archive and as a docker archive (docker load's format); podman loads it under the image's
+    name; skopeo copies it with every digest checked; the copied layer, unpacked, runs the entry point as the non-root user; the CycloneDX
     SBOM beside it lists exactly the image's Python distributions, at uv.lock's versions."""
     rootfs = image.build()
     spec = image.dockerfile()
@@ -139,6 +140,27 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     assert config["rootfs"]["diff_ids"] == [result.layer_diff_id]
     docker = json.loads(_skopeo("inspect", f"docker-archive:{result.archive}"))
     assert docker["Layers"] == [result.layer_diff_id]  # docker archives name layers uncompressed
+
+    # podman (Debian) loads it into a private store: the name comes from the archive
+    podman = shutil.which("podman")
+    assert podman, "podman is missing: scripts/setup.sh test installs it (Debian package)"
+    runroot = Path(tempfile.mkdtemp(prefix="podman-", dir="/tmp"))  # at most 50 characters
+    store = ["--root", str(tmp_path / "podman"), "--runroot", str(runroot)]
+    store += ["--storage-driver", "vfs"]
+    loaded = subprocess.run(
+        [podman, *store, "load", "-i", str(result.archive)], capture_output=True, text=True
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert f"Loaded image: {result.reference}" in loaded.stdout + loaded.stderr
+    shown = subprocess.run(
+        [podman, *store, "image", "inspect", result.reference], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    [loaded_image] = json.loads(shown.stdout)
+    assert loaded_image["Config"]["User"] == spec.user
+    assert loaded_image["Config"]["Entrypoint"] == list(spec.entrypoint)
+    assert loaded_image["RootFS"]["Layers"] == [result.layer_diff_id]
+    shutil.rmtree(runroot, ignore_errors=True)
 
     copied = tmp_path / "copied"
     _skopeo("copy", oci, f"dir:{copied}")  # reads every blob and checks its digest

@@ -196,7 +196,7 @@ def _base(spec: Dockerfile) -> Path:
     if out.is_dir():
         return out
     if not shutil.which("mmdebstrap"):
-        raise ImageError("mmdebstrap is missing (scripts/setup.sh installs it)")
+        raise ImageError("mmdebstrap is missing (`scripts/setup.sh test` installs it)")
     tmp = out.with_name(out.name + f".partial.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     start = time.monotonic()

@@ -2,7 +2,7 @@
 the controller exports, accepted by ``promtool check rules``, and each alert behaving as its
 ``promtool test rules`` unit tests in ``tests/monitoring/alerts.test.yaml`` say.
 
-promtool is built from the Go module proxy by ``tools/promtool/build.sh`` (cached; ``make setup``
+promtool is built from the Go module proxy by ``tools/promtool/build.sh`` (cached; ``make setup-test``
 builds it); a failed build fails these tests.
 """
 
