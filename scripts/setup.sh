@@ -13,8 +13,10 @@
 #
 # Each step says what it builds, how long that usually takes and where it is cached; what is
 # cached is only checked (a second run takes seconds). Go is checked against the `go` line of each
-# tools/*/go.mod before building (demo: tools/controlplane, >= 1.25; test: helm and Kueue need
-# >= 1.26); Python against pyproject.toml's requires-python.
+# tools/*/go.mod before building it (tools/lib.sh):
+#   demo: tools/controlplane, >= 1.25
+#   test: helm and Kueue, >= 1.26
+# Python: pyproject.toml's requires-python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 UV_VERSION=0.13.9
@@ -43,6 +45,15 @@ else
     python3 -m pip install --quiet "uv==$UV_VERSION"
   fi
   UV=(python3 -m uv)
+fi
+uv_have=$("${UV[@]}" --version | awk '{print $2}')
+if [ "$uv_have" != "$UV_VERSION" ]; then
+  if [ "$purpose" = demo ]; then
+    say "uv $uv_have (the image build pins $UV_VERSION, the Dockerfile's; the demo does not mind)"
+  else
+    say "uv $uv_have is on PATH, but the image build needs uv $UV_VERSION (the Dockerfile's): python3 -m pip install uv==$UV_VERSION"
+    exit 1
+  fi
 fi
 
 # Debian packages: graphviz (`dot`, the diagrams); for the tests and the image, mmdebstrap (the

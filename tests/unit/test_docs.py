@@ -92,3 +92,73 @@ def test_every_subcommand_has_help():
     """`taskfsm <command> --help` exists for every command (argparse adds it; checked anyway)."""
     for name, options in subcommands().items():
         assert "--help" in options, name
+
+
+def _go_line(module: str) -> str:
+    """The `go` directive of tools/<module>/go.mod, without a trailing .0 (1.26.0 -> 1.26)."""
+    text = (ROOT / "tools" / module / "go.mod").read_text()
+    version = re.search(r"^go (\S+)$", text, re.M)
+    assert version, module
+    return version.group(1).removesuffix(".0")
+
+
+def test_readme_states_the_go_versions_the_builds_need():
+    """The README's Go requirement is the `go` lines the builds check (tools/lib.sh): the
+    control plane's for the demo, the highest of all tools for the tests."""
+    readme = (ROOT / "README.md").read_text()
+    demo = _go_line("controlplane")
+    tests = max(
+        (_go_line(m) for m in ("controlplane", "helm", "kueue", "promtool")),
+        key=lambda v: tuple(map(int, v.split("."))),
+    )
+    assert f"Go ≥ {demo} for the demo and ≥ {tests} for the tests" in readme
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert f"demo: tools/controlplane, >= {demo}" in setup
+    assert f"test: helm and Kueue, >= {tests}" in setup
+
+
+CITED_SECTION = re.compile(r"(?:docs/)?([a-z-]+\.md)\]?(?:\([^)]*\))?,? \"([^\"]+)\"")
+ANCHOR_LINK = re.compile(r"\]\((?:\.\./)?(?:docs/)?([a-z-]*\.md)?#([a-z0-9-]+)\)")
+
+
+def _sections(page: Path) -> tuple[set[str], set[str]]:
+    """The titles a page can be cited by (headings and bold paragraph leads) and its headings'
+    anchors as GitHub makes them."""
+    text = page.read_text()
+    headings = re.findall(r"^#+ (.+?)\s*$", text, re.M)
+    leads = re.findall(r"\*\*([^*]+?)\.?\*\*", text)
+    anchors = {
+        re.sub(r"[^\w\- ]", "", h.lower().replace("`", "")).replace(" ", "-") for h in headings
+    }
+    return {*headings, *leads}, anchors
+
+
+def _cited_pages() -> list[Path]:
+    chart = ROOT / "deploy" / "chart"
+    return [*DOCS, chart / "README.md", chart / "values.yaml"]
+
+
+@pytest.mark.parametrize("page", _cited_pages(), ids=lambda p: p.name)
+def test_cited_sections_exist(page: Path):
+    """A section cited by name (`docs/operations.md, "Memory"`) or by anchor (`operations.md#memory`)
+    is a heading (or a bold paragraph lead) of that page."""
+    text = page.read_text()
+    if page.suffix == ".yaml":
+        text = re.sub(r"^\s*# ?", "", text, flags=re.M)
+    text = re.sub(r"\s*\n\s*", " ", text)  # citations wrap across lines
+    missing = []
+    for target, section in CITED_SECTION.findall(text):
+        path = ROOT / "docs" / target if target != "README.md" else ROOT / target
+        if not path.is_file():
+            continue  # not a page (e.g. a phrase in quotes after a file name in prose)
+        titles, _ = _sections(path)
+        if section not in titles:
+            missing.append(f'{target}, "{section}"')
+    for target, anchor in ANCHOR_LINK.findall(text):
+        path = page if not target else (page.parent / target)
+        if not path.is_file():
+            path = ROOT / "docs" / target
+        _, anchors = _sections(path)
+        if anchor not in anchors:
+            missing.append(f"{target or page.name}#{anchor}")
+    assert missing == []
