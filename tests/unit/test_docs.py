@@ -105,7 +105,7 @@ def _go_line(module: str) -> str:
 def test_readme_states_the_go_versions_the_builds_need():
     """The README's Go requirement is the `go` lines the builds check (tools/lib.sh): the
     control plane's for the demo, the highest of all tools for the tests."""
-    readme = (ROOT / "README.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
     demo = _go_line("controlplane")
     tests = max(
         (_go_line(m) for m in ("controlplane", "helm", "kueue", "promtool")),
