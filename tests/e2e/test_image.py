@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
 
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
@@ -119,7 +121,8 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     as one layer with the Dockerfile's USER, ENTRYPOINT and CMD; skopeo reads it both as an OCI
     archive and as a docker archive (docker load's format); podman loads it under the image's
     name; skopeo copies it with every digest checked; the copied layer, unpacked, runs the entry point as the non-root user; the CycloneDX
-    SBOM beside it lists exactly the image's Python distributions, at uv.lock's versions."""
+    SBOM beside it is valid CycloneDX 1.6 and lists exactly the image's Python distributions, at
+    uv.lock's versions."""
     rootfs = image.build()
     spec = image.dockerfile()
     result = oci_image.write(tmp_path / "dist", rootfs=rootfs)
@@ -183,6 +186,8 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     )
     assert (proc.returncode, proc.stdout.strip()) == (0, f"taskfsm {version}"), proc.stderr
 
+    validator = JsonStrictValidator(SchemaVersion.V1_6)  # CycloneDX's own JSON schema
+    assert validator.validate_str(result.sbom.read_text()) is None
     bom = json.loads(result.sbom.read_text())
     assert (bom["bomFormat"], bom["specVersion"]) == ("CycloneDX", "1.6")
     subject = bom["metadata"]["component"]
