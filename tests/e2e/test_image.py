@@ -120,9 +120,9 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     """`make image`'s OCI archive (tests/support/oci_image.py) holds the tested root filesystem
     as one layer with the Dockerfile's USER, ENTRYPOINT and CMD; skopeo reads it both as an OCI
     archive and as a docker archive (docker load's format); podman loads it under the image's
-    name; skopeo copies it with every digest checked; the copied layer, unpacked, runs the entry point as the non-root user; the CycloneDX
-    SBOM beside it is valid CycloneDX 1.6 and lists exactly the image's Python distributions, at
-    uv.lock's versions."""
+    name; skopeo copies it with every digest checked; the copied layer, unpacked, runs the entry
+    point as the non-root user; the SBOM beside it is valid CycloneDX 1.6 and lists exactly the
+    image's Python distributions, at uv.lock's versions."""
     rootfs = image.build()
     spec = image.dockerfile()
     result = oci_image.write(tmp_path / "dist", rootfs=rootfs)
