@@ -5,14 +5,21 @@ PY := .venv/bin/python
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-setup: ## install the pinned Python env, graphviz and build the control plane (idempotent)
-	@scripts/setup.sh
+setup: ## what the demo needs: the pinned Python env, graphviz, the control plane (idempotent)
+	@scripts/setup.sh demo
+
+setup-test: ## setup, then what the tests need: helm, Kueue, promtool, the image's root filesystem, skopeo
+	@scripts/setup.sh test
 
 demo: setup ## run the controller on an embedded local control plane with sample Tasks
 	$(PY) -m taskfsm demo
 
-test: setup lint ## run the whole test suite: lint, types, import contracts, unit tests, tests against the real control plane
+test: setup-test lint ## run the whole test suite: lint, types, import contracts, unit tests, tests against the real control plane
 	$(PY) -m pytest
+
+image: ## write the controller image as an OCI archive and its SBOM into dist/ (offline, from the tested root filesystem)
+	@scripts/setup.sh image
+	$(PY) -m tests.support.oci_image --output dist
 
 lint: ## ruff (lint + format check), mypy --strict, import contracts
 	$(PY) -m ruff check taskfsm machines tests benchmarks
@@ -27,4 +34,4 @@ bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min); wri
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_ui.py
 
-.PHONY: help setup demo test lint test-fast bench
+.PHONY: help setup setup-test demo test image lint test-fast bench

@@ -46,9 +46,13 @@ if TYPE_CHECKING:
 
 def _add_kube_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)"
+        "--kubeconfig",
+        help="kubeconfig file of the main cluster (default: $KUBECONFIG, ~/.kube/config, "
+        "else in-cluster)",
     )
-    parser.add_argument("--context", help="kubeconfig context to use")
+    parser.add_argument(
+        "--context", help="kubeconfig context to use (default: the current context)"
+    )
 
 
 def _add_namespace_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool) -> None:
@@ -373,44 +377,59 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_kube_flags(run)
     run.add_argument(
-        "--config", help="WorkflowManagerConfiguration file (NATS settings for the helper data)"
+        "--config",
+        help="WorkflowManagerConfiguration file: NATS url, username and password (copied into "
+        "every Task's helper data) and workflowTerminationWaitingDuration (20s when not given) "
+        "(default: none)",
     )
-    run.add_argument("--namespace", help="watch only this namespace (default: all)")
     run.add_argument(
-        "--workers", type=int, default=4, help="concurrent Task reconciles (default 4)"
+        "--namespace",
+        help="watch the Tasks (and the other namespaced kinds) of this namespace only "
+        "(default: all namespaces)",
     )
     run.add_argument(
-        "--metrics-bind-address", default=":8080", help="host:port for /metrics ('' disables)"
+        "--workers",
+        type=int,
+        default=4,
+        help="concurrent Task reconciles; one Task is never reconciled twice at once (default 4)",
+    )
+    run.add_argument(
+        "--metrics-bind-address",
+        default=":8080",
+        help="host:port of Prometheus /metrics; '' disables (default :8080)",
     )
     run.add_argument(
         "--health-probe-bind-address",
         default=":8081",
-        help="host:port for /healthz and /readyz ('' disables)",
+        help="host:port of /healthz and /readyz; '' disables (default :8081)",
     )
     run.add_argument(
         "--leader-elect",
         dest="leader_elect",
         action="store_true",
         default=None,
-        help="use a Lease (default: on in a cluster)",
+        help="Lease-based leader election (default: on in a Pod without --kubeconfig, "
+        "off otherwise)",
     )
     run.add_argument(
         "--no-leader-elect",
         "--local",
         dest="leader_elect",
         action="store_false",
-        help="no leader election",
+        help="no leader election: run exactly one such replica",
     )
     run.add_argument(
         "--leader-election-namespace",
-        help="namespace of the Lease (default: $POD_NAMESPACE or default)",
+        help="namespace of the Lease (default: $POD_NAMESPACE, else default)",
     )
     run.add_argument(
-        "--leader-election-id", default="taskfsm-task-controller", help="name of the Lease"
+        "--leader-election-id",
+        default="taskfsm-task-controller",
+        help="name of the Lease (default taskfsm-task-controller)",
     )
     run.add_argument(
         "--leader-election-identity",
-        help="this replica's Lease holder identity (default: host name and a random suffix)",
+        help="this replica's Lease holderIdentity (default: host name and a random suffix)",
     )
     run.add_argument(
         "--leader-election-lease-duration",
@@ -435,40 +454,44 @@ def build_parser() -> argparse.ArgumentParser:
         "--resync-period",
         type=float,
         default=300.0,
-        help="seconds between reconciles of a Task with a Job, without events",
+        help="seconds after which a Task with a Job (or waiting for one) is reconciled again "
+        "without any event (default 300)",
     )
     run.add_argument(
         "--job-ttl-seconds",
         type=int,
         default=86400,
-        help="ttlSecondsAfterFinished of every Job: how long a finished Job and its logs stay "
-        "(default 86400)",
+        help="ttlSecondsAfterFinished of every Job (overrides the Function's template): how long "
+        "a finished Job and its logs stay (default 86400)",
     )
     run.add_argument(
         "--cleanup-timeout",
         type=float,
         default=120.0,
         help="seconds a deleting Task waits for an unreachable MediaProcessingEntity to clean up "
-        "its Job before leaving it behind (default 120)",
+        "its Job before leaving it behind with a Warning Event JobAbandoned (default 120)",
     )
     run.add_argument(
         "--orphan-sweep-period",
         type=float,
         default=60.0,
-        help="seconds between searches for Jobs and Secrets whose Task is gone (default 60)",
+        help="seconds between searches for Jobs and Secrets whose Task is gone; they are also "
+        "found on every reconcile of their Task's key (default 60)",
     )
     run.add_argument(
         "--api-error-max-backoff",
         type=float,
         default=30.0,
-        help="cap in seconds on the retry backoff after the API was unreachable or refused "
+        help="cap in seconds on the retry backoff of a reconcile that failed because the API "
+        "was unreachable or refused; errors of the object itself back off up to ~16 min "
         "(default 30)",
     )
     run.add_argument(
         "--watch-timeout",
         type=float,
         default=240.0,
-        help="server-side watch duration in seconds (default 240)",
+        help="server-side duration in seconds of one watch request, each jittered down to "
+        "80-100%% (default 240)",
     )
     run.add_argument(
         "--watch-read-margin",
@@ -481,8 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--watch-max-backoff",
         type=float,
         default=30.0,
-        help="cap in seconds on the wait before re-opening a failing watch "
-        "(default 30; jittered 0.5-1.5x)",
+        help="cap in seconds on the wait before retrying a failing list or watch, jittered "
+        "0.5-1.5x (default 30)",
     )
     run.add_argument(
         "--shutdown-timeout",
@@ -494,21 +517,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-sync-timeout",
         type=float,
         default=120.0,
-        help="seconds to wait for the first lists before giving up (default 120)",
+        help="seconds to wait for the first lists before exiting with 1 (default 120)",
     )
     run.add_argument(
         "--buckets",
         type=int,
         default=1,
         help="split the Tasks and Workflows into this many buckets, each owned through a Lease "
-        "taskfsm-bucket-<i>-of-<B>, so every replica works on its fair share; 1 (default): one "
-        "leader does everything (needs --leader-elect above 1)",
+        "taskfsm-bucket-<i>-of-<B>, so the replicas share the work; 1: one leader does "
+        "everything. Above 1 it needs --leader-elect; every replica must run the same value, "
+        "and at least as many buckets as replicas keep every replica busy (default 1)",
     )
     run.add_argument(
         "--controllers",
         default="task,workflow,mpe",
-        help="comma-separated controllers to run: task, workflow, mpe (the MediaProcessingEntity "
-        "status controller); default all",
+        help="comma-separated controllers to run: task (Tasks, their Jobs, the orphan sweep), "
+        "workflow (Workflow phases; leave it out beside another Workflow controller), mpe (the "
+        "MediaProcessingEntity finalizer and Ready/Failed conditions); a controller left out "
+        "writes nothing (default task,workflow,mpe)",
+    )
+    run.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text, or json for one JSON object per line; every line of a reconcile carries key "
+        "and reconcile_id (default text)",
+    )
+    run.add_argument(
+        "--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
     )
     run.add_argument(
         "--job-pods-refused-timeout",
@@ -528,7 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--metrics-cert-dir",
         help="directory with tls.crt and tls.key for --metrics-secure (reloaded when they change); "
-        "default: a self-signed certificate made at start",
+        "without it a self-signed certificate is made at start",
     )
     run.add_argument(
         "--allow-kubeconfig-exec",
@@ -549,8 +585,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="let ClusterMediaProcessingEntity kubeconfigs use proxy-url (never namespaced "
         "MediaProcessingEntities')",
     )
-    run.add_argument("--log-format", choices=("text", "json"), default="text")
-    run.add_argument("--log-level", default="INFO")
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser(

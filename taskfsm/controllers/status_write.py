@@ -2,7 +2,7 @@
 
 A merge patch of ``/status`` carrying, as a precondition, the resourceVersion the pass read:
 a status computed from a view that is no longer current (a lagging cache, a paused process,
-another writer) fails with 409 instead of landing (docs/operations.md, "Errors and retries").
+another writer) fails with 409 instead of landing (docs/operations.md, "Retries and backoff").
 """
 
 from __future__ import annotations

@@ -189,7 +189,9 @@ class Controller:
         self._check_settings()
         self.ownership = Ownership(self.settings.buckets)
         self.queue = WorkQueue(metrics=self._queue_metrics(CONTROLLER))
-        self.mpe_queue = WorkQueue(base_delay=0.5, max_delay=60.0)
+        self.mpe_queue = WorkQueue(
+            base_delay=0.5, max_delay=60.0, metrics=self._queue_metrics(MPE_CONTROLLER)
+        )
         self.registry = MpeRegistry(
             self.rest,
             on_job_event=self._add_task,
@@ -637,12 +639,7 @@ class Controller:
     # -- metrics ---------------------------------------------------------------------------------
 
     def _queue_metrics(self, name: str) -> QueueMetrics:
-        m = self.metrics
-        return QueueMetrics(
-            on_add=m.queue_adds.labels(name).inc,
-            on_retry=m.queue_retries.labels(name).inc,
-            on_depth=m.queue_depth.labels(name).set,
-        )
+        return self.metrics.queue(name)
 
     def _tasks_by_phase(self) -> list[tuple[str, float]]:
         counts: dict[str, float] = dict.fromkeys(["", *(p.value for p in c.TaskPhase)], 0.0)

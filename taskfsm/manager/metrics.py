@@ -9,9 +9,13 @@ registry). Series:
 ``controller_runtime_reconcile_errors_total{controller}``  passes that ended in an error
 ``controller_runtime_reconcile_time_seconds{controller}``  pass duration histogram
 ``controller_runtime_active_workers{controller}``          workers inside a pass
-``workqueue_depth{name}``                                  keys waiting
-``workqueue_adds_total{name}``                             keys added (after de-duplication)
-``workqueue_retries_total{name}``                          rate-limited re-adds
+``workqueue_depth{name,controller}``                       keys waiting
+``workqueue_adds_total{name,controller}``                  keys added (after de-duplication)
+``workqueue_retries_total{name,controller}``               rate-limited re-adds
+``workqueue_queue_duration_seconds{name,controller}``      add → a worker takes the key
+``workqueue_work_duration_seconds{name,controller}``       a worker takes the key → done
+``workqueue_unfinished_work_seconds{name,controller}``     seconds of work in progress, summed
+``workqueue_longest_running_processor_seconds{...}``       the oldest work in progress
 ``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer)
 ``leader_election_master_status{name}``                    1 while this replica leads (with
                                                            buckets: per bucket Lease it holds)
@@ -20,20 +24,38 @@ registry). Series:
 ``taskfsm_tasks{phase}``                                   cached Tasks by phase (``""`` = new)
 ``taskfsm_task_job_creation_seconds``                      Task creation → its Job created
 ``taskfsm_watch_healthy{resource}``                        1 while that watch is connected
+``process_*``, ``python_gc_*``, ``python_info``            prometheus-client's process, garbage
+                                                           collector and platform collectors
 =========================================================  =========================================
+
+The work queues' series carry ``name`` and ``controller``, both the controller's name (``task``,
+``workflow``, ``mediaprocessingentity``), as controller-runtime labels them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from taskfsm.manager.queue import QueueMetrics
 
 CONTROLLER = "task"
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
+QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
+"""controller-runtime's work-queue buckets: 10 ns to 1,000 s, a factor of 10 apart."""
+QUEUE_LABELS = ("name", "controller")
 
 
 class _Snapshot(Collector):
@@ -51,6 +73,33 @@ class _Snapshot(Collector):
         yield family
 
 
+class _QueueProgress(Collector):
+    """client-go's ``unfinished_work_seconds`` and ``longest_running_processor_seconds`` of
+    every registered work queue, from its :meth:`WorkQueue.in_progress` at scrape time."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Callable[[], list[float]]] = {}
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "Seconds of work in progress not yet done, summed over the keys being processed; "
+            "a large value that keeps growing means stuck workers.",
+            labels=list(QUEUE_LABELS),
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "Seconds the longest-running worker of the queue has been on its key.",
+            labels=list(QUEUE_LABELS),
+        )
+        for name, in_progress in sorted(self.queues.items()):
+            seconds = in_progress()
+            unfinished.add_metric([name, name], sum(seconds))
+            longest.add_metric([name, name], max(seconds, default=0.0))
+        yield unfinished
+        yield longest
+
+
 class Metrics:
     """The controller's metric families in a dedicated registry (``self.registry``)."""
 
@@ -59,83 +108,132 @@ class Metrics:
         r = self.registry
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
-            "Reconcile passes by result.",
+            "Reconcile passes by controller (task, workflow, mediaprocessingentity) and result "
+            "(success, error, requeue_after).",
             ["controller", "result"],
             registry=r,
         )
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors_total",
-            "Reconcile passes that failed.",
+            "Reconcile passes that ended in an error (retried with backoff).",
             ["controller"],
             registry=r,
         )
         self.reconcile_time = Histogram(
             "controller_runtime_reconcile_time_seconds",
-            "Duration of one reconcile pass.",
+            "Seconds one reconcile pass took.",
             ["controller"],
             buckets=RECONCILE_BUCKETS,
             registry=r,
         )
         self.active_workers = Gauge(
             "controller_runtime_active_workers",
-            "Workers inside a reconcile pass.",
+            "Workers inside a reconcile pass now.",
             ["controller"],
             registry=r,
         )
         self.queue_depth = Gauge(
-            "workqueue_depth", "Keys waiting in the work queue.", ["name"], registry=r
+            "workqueue_depth",
+            "Keys waiting in the work queue for a worker.",
+            QUEUE_LABELS,
+            registry=r,
         )
         self.queue_adds = Counter(
-            "workqueue_adds_total", "Keys added to the work queue.", ["name"], registry=r
+            "workqueue_adds_total",
+            "Keys added to the work queue (after de-duplication).",
+            QUEUE_LABELS,
+            registry=r,
         )
         self.queue_retries = Counter(
             "workqueue_retries_total",
-            "Rate-limited re-adds to the work queue.",
-            ["name"],
+            "Keys re-added with backoff after an error (5 ms doubling to ~16 min, jittered).",
+            QUEUE_LABELS,
             registry=r,
         )
+        self.queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "Seconds a key waited in the work queue before a worker took it.",
+            QUEUE_LABELS,
+            buckets=QUEUE_BUCKETS,
+            registry=r,
+        )
+        self.work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "Seconds a worker spent on a key, from taking it to done.",
+            QUEUE_LABELS,
+            buckets=QUEUE_BUCKETS,
+            registry=r,
+        )
+        self._queue_progress = _QueueProgress()
+        r.register(self._queue_progress)
         self.rest_requests = Counter(
             "rest_client_requests_total",
-            "API requests by HTTP status code, method and host.",
+            "API requests by HTTP status code (0: no answer; 409: a conflict), method and API "
+            "server.",
             ["code", "method", "host"],
             registry=r,
         )
         self.leader = Gauge(
             "leader_election_master_status",
-            "1 while this replica holds the Lease.",
+            "1 while this replica does the work (holds the Lease, or runs without election); with "
+            "--buckets above 1 one series per bucket Lease it has held, 1 while it holds it.",
             ["name"],
             registry=r,
         )
         self.buckets_held = Gauge(
             "taskfsm_buckets_held",
-            "Bucket Leases this replica holds (--buckets above 1; 0 otherwise).",
+            "Bucket Leases this replica holds now (0 with --buckets 1).",
             registry=r,
         )
         self.bucket_handovers = Counter(
             "taskfsm_bucket_handovers_total",
-            "Buckets this replica acquired, released (surplus or shutdown) or lost.",
+            "Buckets this replica acquired, released (above its fair share, or shutting down) or "
+            "lost (not renewed within the renew deadline, or taken).",
             ["event"],
             registry=r,
         )
         self.job_creation_latency = Histogram(
             "taskfsm_task_job_creation_seconds",
-            "Seconds from a Task's creationTimestamp to the creation of its Job.",
+            "Seconds from a Task's creationTimestamp to its Job's creationTimestamp.",
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
         for result in ("success", "error", "requeue_after"):
             self.reconcile_total.labels(CONTROLLER, result)
         self.reconcile_errors.labels(CONTROLLER)
-        self.queue_depth.labels(CONTROLLER)
-        self.queue_adds.labels(CONTROLLER)
-        self.queue_retries.labels(CONTROLLER)
+        self.queue_depth.labels(CONTROLLER, CONTROLLER)
+        self.queue_adds.labels(CONTROLLER, CONTROLLER)
+        self.queue_retries.labels(CONTROLLER, CONTROLLER)
         for event in ("acquired", "released", "lost"):
             self.bucket_handovers.labels(event)
+        # The process (CPU, memory, file descriptors), garbage collector and interpreter series
+        # every Python exporter has, in this registry (the default registry's are not used).
+        ProcessCollector(registry=r)
+        GCCollector(registry=r)
+        PlatformCollector(registry=r)
+
+    def queue(self, name: str) -> QueueMetrics:
+        """The hooks of the work queue of controller ``name``: its ``workqueue_*`` series."""
+        labels = (name, name)
+        self._queue_progress.queues.setdefault(name, list)  # 0 until the queue exists
+        return QueueMetrics(
+            on_add=self.queue_adds.labels(*labels).inc,
+            on_retry=self.queue_retries.labels(*labels).inc,
+            on_depth=self.queue_depth.labels(*labels).set,
+            on_wait=self.queue_duration.labels(*labels).observe,
+            on_work=self.work_duration.labels(*labels).observe,
+            on_queue=lambda in_progress: self._queue_progress.queues.__setitem__(name, in_progress),
+        )
 
     def watch_tasks_by_phase(self, read: Callable[[], Iterable[tuple[str, float]]]) -> None:
         """Publish ``taskfsm_tasks{phase}`` from ``read()`` at every scrape."""
         self.registry.register(
-            _Snapshot("taskfsm_tasks", "Tasks in the cache by status.phase.", "phase", read)
+            _Snapshot(
+                "taskfsm_tasks",
+                'Tasks in the cache by status.phase ("": not yet seen by the controller).',
+                "phase",
+                read,
+            )
         )
 
     def watch_health(self, read: Callable[[], Iterable[tuple[str, float]]]) -> None:
@@ -143,7 +241,8 @@ class Metrics:
         self.registry.register(
             _Snapshot(
                 "taskfsm_watch_healthy",
-                "1 while the watch of that resource is connected.",
+                "1 while the watch of that resource is connected (jobs@<server>/<namespace>: "
+                "the Job watch of a MediaProcessingEntity).",
                 "resource",
                 read,
             )

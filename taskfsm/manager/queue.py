@@ -9,6 +9,10 @@ Semantics follow client-go's rate-limited delaying queue, which every Go control
   jitter (``base_delay`` · 2^failures, capped at ``max_delay``); :meth:`WorkQueue.forget` resets it;
 * :meth:`WorkQueue.add_after` re-adds a key after a delay (a guard waiting on time).
 
+Its metrics are client-go's (:class:`QueueMetrics`): depth, adds, retries, how long a key waited
+between its add and a worker taking it, how long the worker took until :meth:`WorkQueue.done`,
+and the work still in progress (:meth:`WorkQueue.in_progress`, read at scrape time).
+
 Time is injected (``clock``) so tests move it by hand instead of sleeping.
 """
 
@@ -35,6 +39,12 @@ class QueueMetrics:
     on_add: Callable[[], None] = lambda: None
     on_retry: Callable[[], None] = lambda: None
     on_depth: Callable[[int], None] = lambda depth: None
+    on_wait: Callable[[float], None] = lambda seconds: None
+    """A worker took a key: seconds since it was added (client-go's queue duration)."""
+    on_work: Callable[[float], None] = lambda seconds: None
+    """A worker finished a key (:meth:`WorkQueue.done`): seconds since it took it."""
+    on_queue: Callable[[Callable[[], list[float]]], None] = lambda in_progress: None
+    """Called once with the queue's :meth:`WorkQueue.in_progress`, for scrape-time gauges."""
 
 
 @dataclass
@@ -60,9 +70,16 @@ class WorkQueue:
     _waiting: list[tuple[float, int, str]] = field(default_factory=list, init=False)
     _due: dict[str, float] = field(default_factory=dict, init=False)
     """The earliest time each waiting key is due (an add_after that is not earlier adds nothing)."""
+    _added_at: dict[str, float] = field(default_factory=dict, init=False)
+    """When each queued (dirty) key was added; a worker taking it reports the wait."""
+    _started_at: dict[str, float] = field(default_factory=dict, init=False)
+    """When a worker took each key being processed."""
     _seq: itertools.count[int] = field(default_factory=itertools.count, init=False)
     _cv: threading.Condition = field(default_factory=threading.Condition, init=False)
     _shutting_down: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.metrics.on_queue(self.in_progress)
 
     # -- producers -------------------------------------------------------------------------------
 
@@ -153,7 +170,10 @@ class WorkQueue:
                     key = self._queue.popleft()
                     self._processing.add(key)
                     self._dirty.discard(key)
+                    now = self.clock()
+                    self._started_at[key] = now
                     self.metrics.on_depth(len(self._queue))
+                    self.metrics.on_wait(now - self._added_at.pop(key, now))
                     return key
                 if self._shutting_down:
                     raise ShutDown
@@ -171,6 +191,9 @@ class WorkQueue:
         """Mark ``key`` finished; if it was added while running, queue it again."""
         with self._cv:
             self._processing.discard(key)
+            started = self._started_at.pop(key, None)
+            if started is not None:
+                self.metrics.on_work(self.clock() - started)
             if key in self._dirty:
                 self._queue.append(key)
                 self.metrics.on_depth(len(self._queue))
@@ -184,6 +207,13 @@ class WorkQueue:
             self._due.clear()
             self._cv.notify_all()
 
+    def in_progress(self) -> list[float]:
+        """Seconds each key being processed has been with its worker (for client-go's
+        ``unfinished_work_seconds``, their sum, and ``longest_running_processor_seconds``)."""
+        with self._cv:
+            now = self.clock()
+            return [now - started for started in self._started_at.values()]
+
     def __len__(self) -> int:
         with self._cv:
             return len(self._queue)
@@ -194,6 +224,7 @@ class WorkQueue:
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        self._added_at.setdefault(key, self.clock())
         self.metrics.on_add()
         if key in self._processing:
             return  # done() re-queues it, so one key never runs on two workers

@@ -13,6 +13,11 @@ texts, label names), so an alert or a panel cannot name a series the controller 
 * ``deploy/chart/files/prometheus-rules.yaml``: the rule groups for the Helm chart, whose
   ``templates/prometheusrule.yaml`` wraps them in a ``PrometheusRule``.
 
+Every alert carries a ``runbook_url`` annotation: its section of docs/runbooks.md (what it
+means, how to check, what to do), under :data:`RUNBOOK_URL`. Every dashboard panel has a title in
+words (:data:`PANELS`); generation fails for a metric family that has neither a panel nor a
+reason in :data:`NOT_PANELLED`.
+
 Every alert selects the controller's scrape job with ``SELECTOR``
 (``job="taskfsm-controller-metrics"``: the name of the metrics Service in ``deploy/manager.yaml``,
 which is the ``job`` label a ServiceMonitor gives its targets). The alerts' unit tests are
@@ -37,6 +42,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from taskfsm.manager.metrics import Metrics
+from taskfsm.tools.deploygen import REPOSITORY_URL
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SELECTOR: Final = 'job="taskfsm-controller-metrics"'
@@ -46,6 +52,10 @@ RULES_HEADER: Final = (
     " edit.\n# Alerts: docs/operations.md (Alerts and dashboard). Unit tests:"
     " tests/monitoring/alerts.test.yaml.\n"
 )
+RUNBOOK_URL: Final = f"{REPOSITORY_URL}/blob/main/docs/runbooks.md"
+"""docs/runbooks.md as published with the repository; an alert's ``runbook_url`` is this plus
+``#<alert name in lower case>``, the anchor of its heading (the chart can point elsewhere:
+``metrics.prometheusRule.runbookUrl``)."""
 GROUP_NAME: Final = "taskfsm"
 DASHBOARD_UID: Final = "taskfsm"
 
@@ -54,6 +64,9 @@ ERROR_RATIO: Final = 0.1
 """TaskfsmReconcileErrors: share of reconcile passes ending in an error."""
 STUCK_PHASES: Final = ("", "Initializing", "JobPending")
 """TaskfsmTasksStuck: phases a Task should leave within minutes (Running may last for hours)."""
+STUCK_WORKER_SECONDS: Final = 300
+"""TaskfsmWorkerStuck: a reconcile pass makes a few requests that each give up after 10 s, and an
+MPE client waits at most 30 s for its Job watch; a pass still running after 5 minutes hangs."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,7 @@ def metric_definitions() -> list[MetricDefinition]:
     metrics = Metrics()
     metrics.watch_tasks_by_phase(lambda: [("probe", 0.0)])
     metrics.watch_health(lambda: [("probe", 0.0)])
+    metrics.queue("probe")  # the work-in-progress gauges have a sample per queue
     declared = {
         value._name: tuple(value._labelnames)
         for value in vars(metrics).values()
@@ -91,7 +105,7 @@ def metric_definitions() -> list[MetricDefinition]:
     for family in metrics.registry.collect():
         labels = declared.get(family.name)
         if labels is None:
-            labels = tuple(sorted({key for s in family.samples for key in s.labels}))
+            labels = tuple(dict.fromkeys(key for s in family.samples for key in s.labels))
         definitions.append(MetricDefinition(family.name, family.type, family.documentation, labels))
     return definitions
 
@@ -148,8 +162,9 @@ def alert_rules(series: Series) -> list[dict[str, Any]]:
     )
     leader, depth = "leader_election_master_status", "workqueue_depth"
     tasks, healthy = "taskfsm_tasks", "taskfsm_watch_healthy"
+    longest = "workqueue_longest_running_processor_seconds"
     stuck = s(tasks, f'phase=~"{"|".join(STUCK_PHASES)}"')
-    return [
+    rules: list[dict[str, Any]] = [
         {
             "alert": "TaskfsmReconcileErrors",
             "expr": _lines(
@@ -253,7 +268,28 @@ def alert_rules(series: Series) -> list[dict[str, Any]]:
                 ),
             },
         },
+        {
+            "alert": "TaskfsmWorkerStuck",
+            "expr": (
+                f"max {s.by(longest, 'job', 'instance', 'name')} ({s(longest)})"
+                f" > {STUCK_WORKER_SECONDS}"
+            ),
+            "for": "5m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "a taskfsm {{ $labels.name }} worker hangs",
+                "description": (
+                    "A {{ $labels.name }} reconcile on {{ $labels.instance }} has been running for"
+                    " {{ $value | humanizeDuration }} (a pass normally ends within seconds): its"
+                    " worker hangs, and the object it holds is not reconciled until it returns."
+                    " The runbook says how to find where it waits."
+                ),
+            },
+        },
     ]
+    for rule in rules:
+        rule["annotations"]["runbook_url"] = f"{RUNBOOK_URL}#{rule['alert'].lower()}"
+    return rules
 
 
 def rule_groups(series: Series | None = None) -> dict[str, Any]:
@@ -287,6 +323,8 @@ def _panel_queries(d: MetricDefinition, s: Series) -> list[dict[str, str]]:
     """The queries of one family's panel: rates of counters by their labels, quantiles of
     histograms, gauges as they are (per replica)."""
     labels = [label for label in d.labels if label != "le"]
+    if d.type == "counter" and not labels:
+        labels = ["instance"]  # a process's own counters (CPU seconds): per replica
     legend = " ".join(f"{{{{{label}}}}}" for label in labels)
     if d.type == "counter":
         by = s.by(d.series, *labels) if labels else ""
@@ -310,7 +348,42 @@ def _panel_queries(d: MetricDefinition, s: Series) -> list[dict[str, str]]:
     ]
 
 
-_UNITS = {"histogram": "s"}
+PANELS: Final[dict[str, tuple[str, str]]] = {
+    # family: (title, unit); the panels follow in this order
+    "controller_runtime_reconcile": ("Reconciles per second, by controller and result", "short"),
+    "controller_runtime_reconcile_errors": ("Failed reconciles per second", "short"),
+    "controller_runtime_reconcile_time_seconds": ("How long a reconcile takes", "s"),
+    "controller_runtime_active_workers": ("Workers busy reconciling", "short"),
+    "workqueue_depth": ("Keys waiting for a worker", "short"),
+    "workqueue_adds": ("Keys added to the work queues per second", "short"),
+    "workqueue_retries": ("Retries after an error per second", "short"),
+    "workqueue_queue_duration_seconds": ("How long a key waits for a worker", "s"),
+    "workqueue_work_duration_seconds": ("How long a worker spends on a key", "s"),
+    "workqueue_unfinished_work_seconds": ("Work in progress: seconds, summed", "s"),
+    "workqueue_longest_running_processor_seconds": ("Longest-running reconcile now", "s"),
+    "rest_client_requests": ("API requests per second, by status code", "short"),
+    "leader_election_master_status": ("Leases held, per replica", "short"),
+    "taskfsm_buckets_held": ("Bucket Leases held, per replica", "short"),
+    "taskfsm_bucket_handovers": ("Bucket handovers per second", "short"),
+    "taskfsm_tasks": ("Tasks by phase", "short"),
+    "taskfsm_task_job_creation_seconds": ("From Task created to Job created", "s"),
+    "taskfsm_watch_healthy": ("Watches connected (1) or not (0)", "short"),
+    "process_cpu_seconds": ("CPU used, in cores", "short"),
+    "process_resident_memory_bytes": ("Memory in use (resident)", "bytes"),
+    "process_virtual_memory_bytes": ("Address space reserved (virtual memory)", "bytes"),
+    "process_open_fds": ("Open files and connections", "short"),
+    "python_gc_collections": ("Garbage collections per second, by generation", "short"),
+    "python_gc_objects_collected": ("Objects freed by the garbage collector per second", "short"),
+    "python_gc_objects_uncollectable": ("Uncollectable objects found per second", "short"),
+}
+"""The dashboard's time-series panels: one per metric family, titled in words."""
+
+NOT_PANELLED: Final[dict[str, str]] = {
+    "python_info": "a constant 1 whose labels name the interpreter",
+    "process_start_time_seconds": "a timestamp; restarts show as gaps and resets in the others",
+    "process_max_fds": "the file descriptor limit, a constant",
+}
+"""Metric families without a panel, and why."""
 
 
 def dashboard(definitions: list[MetricDefinition] | None = None) -> dict[str, Any]:
@@ -360,20 +433,22 @@ def dashboard(definitions: list[MetricDefinition] | None = None) -> dict[str, An
                 "targets": [{"refId": "A", "expr": expr, "datasource": _DATASOURCE}],
             }
         )
-    for index, d in enumerate(definitions):
+    by_name = {d.name: d for d in definitions}
+    unknown = sorted(set(by_name) - set(PANELS) - set(NOT_PANELLED))
+    if unknown:
+        raise KeyError(f"no dashboard panel (PANELS) or reason (NOT_PANELLED) for {unknown}")
+    panelled = [(by_name[name], *PANELS[name]) for name in PANELS if name in by_name]
+    for index, (d, title, unit) in enumerate(panelled):
         queries = _panel_queries(d, s)
         panels.append(
             {
                 "id": len(stats) + index + 1,
                 "type": "timeseries",
-                "title": d.series,
-                "description": f"{d.help} ({d.type})",
+                "title": title,
+                "description": f"{d.help} ({d.type} {d.series})",
                 "datasource": _DATASOURCE,
                 "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 4 + 8 * (index // 2)},
-                "fieldConfig": {
-                    "defaults": {"unit": _UNITS.get(d.type, "short")},
-                    "overrides": [],
-                },
+                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
                 "targets": [
                     {"refId": chr(ord("A") + n), **query, "datasource": _DATASOURCE}
                     for n, query in enumerate(queries)
@@ -448,8 +523,58 @@ def _yaml(document: Any) -> str:
     return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
 
 
+METRICS_BEGIN: Final = "<!-- BEGIN GENERATED: metrics (python -m taskfsm.tools.monitoring) -->"
+METRICS_END: Final = "<!-- END GENERATED: metrics -->"
+OPERATIONS: Final = "docs/operations.md"
+
+
+def metrics_table(definitions: Iterable[MetricDefinition]) -> str:
+    """The Markdown table of every exported family (docs/operations.md, "Metrics"), with the
+    markers around it: series and labels, type, help text."""
+    rows = [METRICS_BEGIN, "| Series | Type | Meaning |", "|---|---|---|"]
+    for d in definitions:
+        labels = f"{{{','.join(d.labels)}}}" if d.labels else ""
+        meaning = d.help.replace("|", "\\|")
+        rows.append(f"| `{d.series}{labels}` | {d.type} | {meaning} |")
+    return "\n".join([*rows, METRICS_END])
+
+
+ALERTS_BEGIN: Final = "<!-- BEGIN GENERATED: alerts (python -m taskfsm.tools.monitoring) -->"
+ALERTS_END: Final = "<!-- END GENERATED: alerts -->"
+
+
+def alerts_table(definitions: list[MetricDefinition]) -> str:
+    """The Markdown table of the alerts (docs/operations.md, "Alerts and dashboard"), with the
+    markers around it: each alert linked to its runbook, its expression without the job
+    selector, how long it must hold, its severity."""
+    rows = [
+        ALERTS_BEGIN,
+        "| Alert (runbook) | Expression (`{job=…}` left out) | For | Severity |",
+        "|---|---|---|---|",
+    ]
+    for rule in alert_rules(Series(definitions, selector="")):
+        expr = " ".join(rule["expr"].split()).replace("{}", "").replace("|", "\\|")
+        link = f"[`{rule['alert']}`](runbooks.md#{rule['alert'].lower()})"
+        rows.append(f"| {link} | `{expr}` | {rule['for']} | {rule['labels']['severity']} |")
+    return "\n".join([*rows, ALERTS_END])
+
+
+def _replace_block(text: str, begin: str, end: str, block: str) -> str:
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"{OPERATIONS}: expected one {begin} ... {end} block")
+    head, rest = text.split(begin, 1)
+    return head + block + rest.split(end, 1)[1]
+
+
+def operations_page(text: str, definitions: list[MetricDefinition]) -> str:
+    """``text`` (docs/operations.md) with its metrics and alerts tables rebuilt."""
+    text = _replace_block(text, METRICS_BEGIN, METRICS_END, metrics_table(definitions))
+    return _replace_block(text, ALERTS_BEGIN, ALERTS_END, alerts_table(definitions))
+
+
 def expected_files() -> dict[str, str]:
-    """Path relative to the repository -> text of every generated monitoring file."""
+    """Path relative to the repository -> text of every generated monitoring file (for
+    docs/operations.md: the committed page with its metrics table rebuilt)."""
     definitions = metric_definitions()
     groups = rule_groups(Series(definitions))
     rules_text = RULES_HEADER + _yaml(groups)
@@ -459,6 +584,7 @@ def expected_files() -> dict[str, str]:
         "deploy/monitoring/grafana-dashboard.json": json.dumps(dashboard(definitions), indent=2)
         + "\n",
         "deploy/chart/files/prometheus-rules.yaml": rules_text,
+        OPERATIONS: operations_page((ROOT / OPERATIONS).read_text(encoding="utf-8"), definitions),
     }
 
 

@@ -4,17 +4,27 @@ the entry point as the non-root user on a read-only root filesystem, and runs a 
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
+import tarfile
+import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
 
 from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
-from tests.support import image
+from taskfsm.tools import deploygen
+from tests.support import image, oci_image
 from tests.support.process import ControllerProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +45,7 @@ def _mount_options(pid: int, mount_point: str) -> set[str]:
     return set(fields[-1][5].split(","))  # the last one mounted there is the one in effect
 
 
-@pytest.mark.timeout(900)  # a cold build of the root filesystem (scripts/setup.sh makes it warm)
+@pytest.mark.timeout(900)  # a cold root filesystem build (`make setup-test` makes it warm)
 def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
     control_plane, cluster, kubelet, namespace, tmp_path, installed_kubeconfig
 ):
@@ -90,3 +100,116 @@ def test_image_runs_a_task_to_succeeded_as_non_root_on_a_read_only_root(
         job = cluster.task("t")["status"]["jobRef"]["name"]
         assert [j["metadata"]["name"] for j in cluster.jobs()] == [job]
         assert proc.terminate() == 0, proc.tail()
+
+
+def _skopeo(*args: str) -> str:
+    """skopeo from Debian (`scripts/setup.sh test` installs it); missing: the test fails."""
+    skopeo = shutil.which("skopeo")
+    assert skopeo, "skopeo is missing: scripts/setup.sh test installs it (Debian package)"
+    proc = subprocess.run([skopeo, *args], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"skopeo {' '.join(args)}:\n{proc.stderr}"
+    return proc.stdout
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.mark.timeout(900)  # a cold root filesystem build (`make setup-test` makes it warm)
+def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
+    """`make image`'s OCI archive (tests/support/oci_image.py) holds the tested root filesystem
+    as one layer with the Dockerfile's USER, ENTRYPOINT and CMD; skopeo reads it both as an OCI
+    archive and as a docker archive (docker load's format); podman loads it under the image's
+    name; skopeo copies it with every digest checked; the copied layer, unpacked, runs the entry
+    point as the non-root user; the SBOM beside it is valid CycloneDX 1.6 and lists exactly the
+    image's Python distributions, at uv.lock's versions."""
+    rootfs = image.build()
+    spec = image.dockerfile()
+    result = oci_image.write(tmp_path / "dist", rootfs=rootfs)
+    version = deploygen.project_version()
+    assert result.archive.name == f"taskfsm-{version}.oci.tar"
+    assert result.sbom.parent == result.archive.parent
+    assert result.reference == f"ghcr.io/nagare-media/taskfsm:{version}" == deploygen.image()
+
+    oci = f"oci-archive:{result.archive}:{result.tag}"
+    inspected = json.loads(_skopeo("inspect", oci))
+    assert inspected["Digest"] == result.manifest_digest
+    assert (inspected["Architecture"], inspected["Os"]) == ("amd64", "linux")
+    assert inspected["Labels"]["org.opencontainers.image.version"] == version
+    config = json.loads(_skopeo("inspect", "--config", oci))
+    assert config["config"]["User"] == spec.user == "65532:65532"
+    assert config["config"]["Entrypoint"] == list(spec.entrypoint)
+    assert config["config"]["Cmd"] == list(spec.cmd) == ["run"]
+    assert config["rootfs"]["diff_ids"] == [result.layer_diff_id]
+    docker = json.loads(_skopeo("inspect", f"docker-archive:{result.archive}"))
+    assert docker["Layers"] == [result.layer_diff_id]  # docker archives name layers uncompressed
+
+    # podman (Debian) loads it into a private store: the name comes from the archive
+    podman = shutil.which("podman")
+    assert podman, "podman is missing: scripts/setup.sh test installs it (Debian package)"
+    runroot = Path(tempfile.mkdtemp(prefix="podman-", dir="/tmp"))  # at most 50 characters
+    store = ["--root", str(tmp_path / "podman"), "--runroot", str(runroot)]
+    store += ["--storage-driver", "vfs"]
+    loaded = subprocess.run(
+        [podman, *store, "load", "-i", str(result.archive)], capture_output=True, text=True
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert f"Loaded image: {result.reference}" in loaded.stdout + loaded.stderr
+    shown = subprocess.run(
+        [podman, *store, "image", "inspect", result.reference], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    [loaded_image] = json.loads(shown.stdout)
+    assert loaded_image["Config"]["User"] == spec.user
+    assert loaded_image["Config"]["Entrypoint"] == list(spec.entrypoint)
+    assert loaded_image["RootFS"]["Layers"] == [result.layer_diff_id]
+    shutil.rmtree(runroot, ignore_errors=True)
+
+    copied = tmp_path / "copied"
+    _skopeo("copy", oci, f"dir:{copied}")  # reads every blob and checks its digest
+    [layer] = inspected["Layers"]
+    blob = copied / layer.removeprefix("sha256:")
+    with tarfile.open(blob) as tar:
+        members = tar.getmembers()
+        names = {m.name for m in members}
+        assert len(names) == len(members)
+        assert "opt/taskfsm/bin/taskfsm" in names
+        assert "etc/passwd" in names
+        assert {"dev", "proc", "sys", "tmp"} <= names
+        assert not [n for n in names if n.startswith(("dev/", "proc/", "sys/"))]
+        assert names == {str(p.relative_to(rootfs)) for p in oci_image._entries(rootfs)}
+        unpacked = tmp_path / "unpacked"
+        tar.extractall(unpacked, numeric_owner=True, filter="fully_trusted")
+    assert (unpacked / "opt/taskfsm/bin/taskfsm").stat().st_uid == 0
+    proc = subprocess.run(
+        image.run_command(unpacked, ["--version"]), capture_output=True, text=True, check=False
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"taskfsm {version}"), proc.stderr
+
+    validator = JsonStrictValidator(SchemaVersion.V1_6)  # CycloneDX's own JSON schema
+    assert validator.validate_str(result.sbom.read_text()) is None
+    bom = json.loads(result.sbom.read_text())
+    assert (bom["bomFormat"], bom["specVersion"]) == ("CycloneDX", "1.6")
+    subject = bom["metadata"]["component"]
+    assert (subject["type"], subject["name"], subject["version"]) == (
+        "container",
+        "ghcr.io/nagare-media/taskfsm",
+        version,
+    )
+    listed = {_normalized(c["name"]): c["version"] for c in bom["components"]}
+    site = rootfs / oci_image.VENV_SITE_PACKAGES
+    installed = {
+        _normalized(d.metadata["Name"]): d.version
+        for d in importlib.metadata.distributions(path=[str(site)])
+    }
+    assert listed == installed
+    assert listed["taskfsm"] == version
+    assert "pytest" not in listed  # the image has no test tools
+    locked = {
+        _normalized(p["name"]): p["version"]
+        for p in tomllib.loads((REPO / "uv.lock").read_text())["package"]
+    }
+    assert {name: locked.get(name) for name in listed} == listed
+    assert all(
+        c["purl"] == f"pkg:pypi/{_normalized(c['name'])}@{c['version']}" for c in bom["components"]
+    )

@@ -17,12 +17,19 @@ EXPECTED_SERIES = (
     "workqueue_depth",
     "workqueue_adds_total",
     "workqueue_retries_total",
+    "workqueue_queue_duration_seconds_bucket",
+    "workqueue_work_duration_seconds_count",
+    "workqueue_unfinished_work_seconds",
+    "workqueue_longest_running_processor_seconds",
     "rest_client_requests_total",
     "leader_election_master_status",
     "taskfsm_tasks",
     "taskfsm_task_job_creation_seconds_bucket",
     "taskfsm_task_job_creation_seconds_count",
     "taskfsm_watch_healthy",
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "python_gc_collections_total",
 )
 
 
@@ -55,6 +62,12 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
     assert proc.metric("controller_runtime_reconcile_time_seconds_count", controller="task") >= 4
     assert proc.metric("workqueue_adds_total", name="task") >= 2
     assert proc.metric("workqueue_depth", name="task") == 0
+    for controller in ("task", "workflow", "mediaprocessingentity"):
+        labels = {"name": controller, "controller": controller}
+        assert proc.metric("workqueue_queue_duration_seconds_count", **labels) >= 1
+        assert proc.metric("workqueue_work_duration_seconds_count", **labels) >= 1
+    assert proc.metric("workqueue_longest_running_processor_seconds", name="task") >= 0
+    assert proc.metric("process_resident_memory_bytes") > 10 * 2**20
     assert (
         proc.metric("rest_client_requests_total", code="201", method="POST") >= 4
     )  # 2 Jobs + 2 Secrets

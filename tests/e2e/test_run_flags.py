@@ -1,5 +1,5 @@
-"""`taskfsm run --job-ttl-seconds` and `--cleanup-timeout` reach what they set (README,
-"Configuration reference"): each test starts the real command line with a value far from the
+"""`taskfsm run --job-ttl-seconds` and `--cleanup-timeout` reach what they set
+(docs/operations.md, "Flags"): each test starts the real command line with a value far from the
 default, so a flag that did nothing fails it."""
 
 from __future__ import annotations

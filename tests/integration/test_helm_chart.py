@@ -4,12 +4,14 @@ with its defaults rendering what the plain manifests in deploy/ hold."""
 from __future__ import annotations
 
 import copy
+import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.tools import deploygen
 from tests.support import kubetools
 
@@ -252,3 +254,93 @@ def test_rendered_chart_passes_server_side_dry_run(control_plane, crds, namespac
     assert all(line.endswith("(server dry run)") for line in lines), proc.stdout
     assert any(line.startswith("deployment.apps/taskfsm-controller") for line in lines)
     assert len([line for line in lines if "customresourcedefinition" in line]) == 10
+
+
+def test_schema_refuses_values_the_chart_does_not_know():
+    """values.schema.json (generated from values.yaml) makes every render fail on a wrong type,
+    a misspelt key or a value outside its enum, naming it; the defaults and a percentage for the
+    PodDisruptionBudget pass."""
+    refused = {
+        "replicaCount=two": "/replicaCount",
+        "replicas=3": "'replicas' not allowed",
+        "logging.format=xml": "/logging/format",
+        "metrics.serviceMonitr.enabled=true": "'serviceMonitr' not allowed",
+        "controllers=task\\,jobs": "/controllers",
+        "buckets=0": "/buckets",
+    }
+    for option, message in refused.items():
+        proc = kubetools.run(
+            kubetools.quote("helm", "template", "t", CHART, "--set", option),
+            "/dev/null",
+            check=False,
+        )
+        assert proc.returncode != 0, option
+        assert message in proc.stderr, (option, proc.stderr)
+    assert render("--set-string", "podDisruptionBudget.minAvailable=50%")
+    assert render("--set", "global.anything=1")  # what a parent chart passes
+
+
+def _notes_commands(notes: str, chart: Path) -> list[str]:
+    """The command lines NOTES.txt shows (indented by two spaces), with CHART filled in."""
+    return [
+        line.strip().replace("CHART", str(chart))
+        for line in notes.splitlines()
+        if line.startswith("  ") and line.split()[0] in ("kubectl", "helm")
+    ]
+
+
+def test_packaged_chart_installs_from_its_tgz_and_its_notes_are_true(tmp_path):
+    """`helm package` makes taskfsm-<version>.tgz with everything the chart needs (the schema,
+    the README, the CRDs, the rule file); `helm lint --strict` passes on it; installed from the
+    .tgz on a fresh API server it creates the CRDs and the release's objects; and every command
+    its NOTES show works as written (CHART: the .tgz), naming nothing outside the package."""
+    version = deploygen.project_version()
+    out = helm("package", CHART, "--destination", str(tmp_path))
+    package = tmp_path / f"taskfsm-{version}.tgz"
+    assert str(package) in out
+    with tarfile.open(package) as tar:
+        names = set(tar.getnames())
+    for member in (
+        "Chart.yaml",
+        "values.yaml",
+        "values.schema.json",
+        "README.md",
+        "crds/crds.yaml",
+        "files/prometheus-rules.yaml",
+        "templates/NOTES.txt",
+        "templates/deployment.yaml",
+    ):
+        assert f"taskfsm/{member}" in names, member
+    helm("lint", "--strict", str(package))
+
+    with ControlPlane(name="taskfsm-helm-package") as cluster:
+        install = kubetools.run(
+            kubetools.quote(
+                "helm", "install", "edge", str(package), "-n", "media", "--create-namespace",
+                "--set", "metrics.prometheusRule.enabled=false",
+            ),
+            cluster.kubeconfig,
+        ).stdout  # fmt: skip
+        assert "STATUS: deployed" in install
+        notes = kubetools.run(
+            kubetools.quote("helm", "get", "notes", "edge", "-n", "media"), cluster.kubeconfig
+        ).stdout
+        assert f"taskfsm {version} (chart taskfsm-{version})" in notes
+        assert "deploy/" not in notes
+        assert "docs/" not in notes
+        commands = _notes_commands(notes, package)
+        assert commands == [
+            "kubectl -n media get deployment edge-taskfsm-controller",
+            "kubectl get tasks -A",
+            f"helm show crds {package} | kubectl apply -f -",
+        ]
+        outputs = [kubetools.run(command, cluster.kubeconfig) for command in commands]
+        assert "edge-taskfsm-controller" in outputs[0].stdout
+        assert "No resources found" in outputs[1].stderr
+        assert outputs[2].stdout.count("customresourcedefinition") == 10
+        assert f"helm show readme {package}".replace(str(package), "CHART") in notes
+        readme = helm("show", "readme", str(package))
+        assert "helm show crds CHART | kubectl apply -f -" in readme
+        kubetools.run(
+            kubetools.quote("helm", "uninstall", "edge", "-n", "media"), cluster.kubeconfig
+        )

@@ -68,6 +68,15 @@ NOT_RUN = {
     f"docker build -t {IMAGE} .": "no docker daemon here: tests/e2e/test_image.py runs the "
     "Dockerfile's steps in a Debian root filesystem instead",
     f"docker push {IMAGE}": "no registry here",
+    "make image": "tests/e2e/test_image.py writes the same archive and SBOM (oci_image.write) "
+    "and checks them",
+    f"podman load -i dist/taskfsm-{VERSION}.oci.tar": "tests/e2e/test_image.py runs it on the "
+    "archive it writes, into a private store",
+    f"docker load -i dist/taskfsm-{VERSION}.oci.tar": "no docker daemon here: "
+    "tests/e2e/test_image.py reads the archive as a docker archive with skopeo",
+    f"skopeo copy oci-archive:dist/taskfsm-{VERSION}.oci.tar:{VERSION} "
+    f"docker://{IMAGE}": "no registry here: tests/e2e/test_image.py copies the archive with "
+    "skopeo to a directory instead",
 }
 RUN = {
     APPLY,

@@ -64,6 +64,8 @@ class Dockerfile:
     """``USER`` (uid:gid)."""
     entrypoint: tuple[str, ...]
     """``ENTRYPOINT`` (exec form)."""
+    cmd: tuple[str, ...]
+    """``CMD`` (exec form): the entry point's default arguments."""
     steps: tuple[str, ...]
     """The ``image-install.sh`` steps its RUNs take, in order."""
 
@@ -74,9 +76,10 @@ def dockerfile(path: Path = DOCKERFILE) -> Dockerfile:
     uv = re.search(r"^FROM ghcr\.io/astral-sh/uv:(\S+) AS uv\s*$", text, re.M)
     user = re.search(r"^USER (\S+)\s*$", text, re.M)
     entry = re.search(r"^ENTRYPOINT (\[.*\])\s*$", text, re.M)
-    if not (base and uv and user and entry):
+    cmd = re.search(r"^CMD (\[.*\])\s*$", text, re.M)
+    if not (base and uv and user and entry and cmd):
         raise ImageError(
-            f"{path}: expected FROM python:3.11-slim-<release>, FROM uv, USER, ENTRYPOINT"
+            f"{path}: expected FROM python:3.11-slim-<release>, FROM uv, USER, ENTRYPOINT, CMD"
         )
     steps = tuple(re.findall(rf"{re.escape(INSTALL_SCRIPT)} (\w+) /src", text))
     return Dockerfile(
@@ -84,6 +87,7 @@ def dockerfile(path: Path = DOCKERFILE) -> Dockerfile:
         uv_version=uv.group(1),
         user=user.group(1),
         entrypoint=tuple(json.loads(entry.group(1))),
+        cmd=tuple(json.loads(cmd.group(1))),
         steps=steps,
     )
 
@@ -192,7 +196,7 @@ def _base(spec: Dockerfile) -> Path:
     if out.is_dir():
         return out
     if not shutil.which("mmdebstrap"):
-        raise ImageError("mmdebstrap is missing (scripts/setup.sh installs it)")
+        raise ImageError("mmdebstrap is missing (`scripts/setup.sh test` installs it)")
     tmp = out.with_name(out.name + f".partial.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     start = time.monotonic()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from taskfsm import flagdoc
 from taskfsm.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,17 +49,116 @@ def test_cli_commands_named_in_docs_exist(doc: Path):
     assert named - set(known) == set()
 
 
-def test_readme_run_flags_exist():
-    """Every flag in the README's configuration table is accepted by `taskfsm run`."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
-    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
-    flags = set(RUN_FLAG.findall(table))
-    assert flags, "the configuration table lists no flags"
-    assert flags - subcommands()["run"] == set()
+def test_flag_table_is_generated_from_the_parser_and_current():
+    """docs/operations.md's `taskfsm run` flag table is what `python -m taskfsm.flagdoc` writes
+    from the parser: every option once, with the default the parser has."""
+    text = (ROOT / "docs" / "operations.md").read_text()
+    assert flagdoc.render(text) == text, "stale: run `python -m taskfsm.flagdoc`"
+    table = text.split(flagdoc.BEGIN, 1)[1].split(flagdoc.END, 1)[0]
+    flags = RUN_FLAG.findall(table)
+    assert sorted(flags) == sorted(subcommands()["run"] - {"-h", "--help"})
+    assert "| `--workers` | `4` |" in table
+
+
+def test_a_stated_default_must_be_the_parsers():
+    """A help text whose "(default ...)" differs from the option's default fails the generation,
+    so the docs cannot keep an old default."""
+    parser = build_parser()
+    workers = next(a for a in flagdoc.run_parser(parser)._actions if a.dest == "workers")
+    workers.default = 8
+    with pytest.raises(flagdoc.FlagDocError, match=r"--workers.*default '4'.*'8'"):
+        flagdoc.rows(parser)
+
+
+def test_the_flag_table_is_written_once():
+    """The README and the chart point at the generated table instead of keeping copies: no other
+    page has a table row starting with a `taskfsm run` flag."""
+    run_flags = subcommands()["run"] - {"-h", "--help"}
+    copies = []
+    for page in [*DOCS, ROOT / "deploy" / "chart" / "README.md"]:
+        text = page.read_text()
+        if page.name == "operations.md":
+            text = text.replace(text.split(flagdoc.BEGIN, 1)[1].split(flagdoc.END, 1)[0], "")
+        for line in text.splitlines():
+            first = RUN_FLAG.match(line.removeprefix("| ")) if line.startswith("| `--") else None
+            if first and first.group(1) in run_flags:
+                copies.append(f"{page.name}: {line[:60]}")
+    assert copies == []
+    readme = (ROOT / "README.md").read_text()
+    assert "(docs/operations.md#flags)" in readme
 
 
 def test_every_subcommand_has_help():
     """`taskfsm <command> --help` exists for every command (argparse adds it; checked anyway)."""
     for name, options in subcommands().items():
         assert "--help" in options, name
+
+
+def _go_line(module: str) -> str:
+    """The `go` directive of tools/<module>/go.mod, without a trailing .0 (1.26.0 -> 1.26)."""
+    text = (ROOT / "tools" / module / "go.mod").read_text()
+    version = re.search(r"^go (\S+)$", text, re.M)
+    assert version, module
+    return version.group(1).removesuffix(".0")
+
+
+def test_readme_states_the_go_versions_the_builds_need():
+    """The README's Go requirement is the `go` lines the builds check (tools/lib.sh): the
+    control plane's for the demo, the highest of all tools for the tests."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    demo = _go_line("controlplane")
+    tests = max(
+        (_go_line(m) for m in ("controlplane", "helm", "kueue", "promtool")),
+        key=lambda v: tuple(map(int, v.split("."))),
+    )
+    assert f"Go ≥ {demo} for the demo and ≥ {tests} for the tests" in readme
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert f"demo: tools/controlplane, >= {demo}" in setup
+    assert f"test: helm and Kueue, >= {tests}" in setup
+
+
+CITED_SECTION = re.compile(r"(?:docs/)?([a-z-]+\.md)\]?(?:\([^)]*\))?,? \"([^\"]+)\"")
+ANCHOR_LINK = re.compile(r"\]\((?:\.\./)?(?:docs/)?([a-z-]*\.md)?#([a-z0-9-]+)\)")
+
+
+def _sections(page: Path) -> tuple[set[str], set[str]]:
+    """The titles a page can be cited by (headings and bold paragraph leads) and its headings'
+    anchors as GitHub makes them."""
+    text = page.read_text()
+    headings = re.findall(r"^#+ (.+?)\s*$", text, re.M)
+    leads = re.findall(r"\*\*([^*]+?)\.?\*\*", text)
+    anchors = {
+        re.sub(r"[^\w\- ]", "", h.lower().replace("`", "")).replace(" ", "-") for h in headings
+    }
+    return {*headings, *leads}, anchors
+
+
+def _cited_pages() -> list[Path]:
+    chart = ROOT / "deploy" / "chart"
+    return [*DOCS, chart / "README.md", chart / "values.yaml"]
+
+
+@pytest.mark.parametrize("page", _cited_pages(), ids=lambda p: p.name)
+def test_cited_sections_exist(page: Path):
+    """A section cited by name (`docs/operations.md, "Memory"`) or by anchor (`operations.md#memory`)
+    is a heading (or a bold paragraph lead) of that page."""
+    text = page.read_text()
+    if page.suffix == ".yaml":
+        text = re.sub(r"^\s*# ?", "", text, flags=re.M)
+    text = re.sub(r"\s*\n\s*", " ", text)  # citations wrap across lines
+    missing = []
+    for target, section in CITED_SECTION.findall(text):
+        path = ROOT / "docs" / target if target != "README.md" else ROOT / target
+        if not path.is_file():
+            continue  # not a page (e.g. a phrase in quotes after a file name in prose)
+        titles, _ = _sections(path)
+        if section not in titles:
+            missing.append(f'{target}, "{section}"')
+    for target, anchor in ANCHOR_LINK.findall(text):
+        path = page if not target else (page.parent / target)
+        if not path.is_file():
+            path = ROOT / "docs" / target
+        _, anchors = _sections(path)
+        if anchor not in anchors:
+            missing.append(f"{target or page.name}#{anchor}")
+    assert missing == []

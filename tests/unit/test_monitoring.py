@@ -2,7 +2,7 @@
 the controller exports, accepted by ``promtool check rules``, and each alert behaving as its
 ``promtool test rules`` unit tests in ``tests/monitoring/alerts.test.yaml`` say.
 
-promtool is built from the Go module proxy by ``tools/promtool/build.sh`` (cached; ``make setup``
+promtool is built from the Go module proxy by ``tools/promtool/build.sh`` (cached; ``make setup-test``
 builds it); a failed build fails these tests.
 """
 
@@ -63,11 +63,12 @@ def test_series_outside_the_metric_definitions_are_refused() -> None:
     assert series("workqueue_depth", 'name="task"') == (
         'workqueue_depth{job="taskfsm-controller-metrics",name="task"}'
     )
+    assert series("workqueue_longest_running_processor_seconds", 'controller="task"')
     assert series("taskfsm_task_job_creation_seconds_bucket").startswith(
         "taskfsm_task_job_creation_seconds_bucket{"
     )
     with pytest.raises(KeyError, match="no series"):
-        series("workqueue_longest_running_processor_seconds")
+        series("workqueue_longest_running_processor_seconds_total")
     with pytest.raises(KeyError, match="no series"):
         series("workqueue_depth_bucket")  # a gauge has no buckets
     with pytest.raises(KeyError, match="no label"):
@@ -84,9 +85,13 @@ def test_metric_definitions_are_the_controllers() -> None:
         "controller_runtime_reconcile_errors_total": ("counter", ("controller",)),
         "controller_runtime_reconcile_time_seconds": ("histogram", ("controller",)),
         "controller_runtime_active_workers": ("gauge", ("controller",)),
-        "workqueue_depth": ("gauge", ("name",)),
-        "workqueue_adds_total": ("counter", ("name",)),
-        "workqueue_retries_total": ("counter", ("name",)),
+        "workqueue_depth": ("gauge", ("name", "controller")),
+        "workqueue_adds_total": ("counter", ("name", "controller")),
+        "workqueue_retries_total": ("counter", ("name", "controller")),
+        "workqueue_queue_duration_seconds": ("histogram", ("name", "controller")),
+        "workqueue_work_duration_seconds": ("histogram", ("name", "controller")),
+        "workqueue_unfinished_work_seconds": ("gauge", ("name", "controller")),
+        "workqueue_longest_running_processor_seconds": ("gauge", ("name", "controller")),
         "rest_client_requests_total": ("counter", ("code", "method", "host")),
         "leader_election_master_status": ("gauge", ("name",)),
         "taskfsm_buckets_held": ("gauge", ()),
@@ -94,6 +99,17 @@ def test_metric_definitions_are_the_controllers() -> None:
         "taskfsm_task_job_creation_seconds": ("histogram", ()),
         "taskfsm_tasks": ("gauge", ("phase",)),
         "taskfsm_watch_healthy": ("gauge", ("resource",)),
+        # prometheus-client's process, garbage-collector and platform collectors
+        "process_virtual_memory_bytes": ("gauge", ()),
+        "process_resident_memory_bytes": ("gauge", ()),
+        "process_start_time_seconds": ("gauge", ()),
+        "process_cpu_seconds_total": ("counter", ()),
+        "process_open_fds": ("gauge", ()),
+        "process_max_fds": ("gauge", ()),
+        "python_gc_objects_collected_total": ("counter", ("generation",)),
+        "python_gc_objects_uncollectable_total": ("counter", ("generation",)),
+        "python_gc_collections_total": ("counter", ("generation",)),
+        "python_info": ("gauge", ("version", "implementation", "major", "minor", "patchlevel")),
     }
 
 
@@ -146,11 +162,19 @@ def test_every_alert_has_a_firing_and_a_silent_unit_test() -> None:
 def test_dashboard_has_a_panel_per_metric_family_and_valid_queries(
     promtool: Path, tmp_path: Path
 ) -> None:
-    """One panel per exported family (titled with its series); every query parses as PromQL
-    (checked by promtool as recording rules, Grafana's variables filled in)."""
+    """One panel per exported family but those NOT_PANELLED says why not, each titled in words
+    (no metric names); every query parses as PromQL (checked by promtool as recording rules,
+    Grafana's variables filled in)."""
     board = json.loads((ROOT / "deploy" / "monitoring" / "grafana-dashboard.json").read_text())
-    titles = [panel["title"] for panel in board["panels"] if panel["type"] == "timeseries"]
-    assert titles == [d.series for d in monitoring.metric_definitions()]
+    panels = [panel for panel in board["panels"] if panel["type"] == "timeseries"]
+    families = {d.name for d in monitoring.metric_definitions()}
+    assert set(monitoring.PANELS) | set(monitoring.NOT_PANELLED) == families
+    assert not set(monitoring.PANELS) & set(monitoring.NOT_PANELLED)
+    assert [panel["title"] for panel in panels] == [t for t, _ in monitoring.PANELS.values()]
+    for panel in board["panels"]:
+        assert "_" not in panel["title"], panel["title"]
+        assert panel["title"][0].isupper(), panel["title"]
+    assert len({panel["title"] for panel in board["panels"]}) == len(board["panels"])
     ids = [panel["id"] for panel in board["panels"]]
     assert len(ids) == len(set(ids))
     queries = monitoring.dashboard_queries(board)
@@ -186,3 +210,43 @@ def test_chart_template_wraps_the_generated_rule_file() -> None:
     assert chart_rules.read_text() == RULES.read_text()
     # metrics.prometheusRule.jobSelector replaces the generator's selector, named in the template.
     assert monitoring.SELECTOR.replace('"', '\\"') in template
+
+
+def test_every_alert_links_its_runbook_section() -> None:
+    """Every alert's runbook_url is docs/runbooks.md's section of that alert, which says what
+    it means, how to check and what to do; the page has no section for an alert that is gone."""
+    runbooks = (ROOT / "docs" / "runbooks.md").read_text()
+    sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", runbooks, re.M | re.S))
+    rules = [
+        rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]
+    ]
+    assert sorted(sections) == sorted(rule["alert"] for rule in rules)
+    for rule in rules:
+        url = rule["annotations"]["runbook_url"]
+        assert url == f"{monitoring.RUNBOOK_URL}#{rule['alert'].lower()}"
+        assert monitoring.RUNBOOK_URL.endswith("/docs/runbooks.md")
+        body = sections[rule["alert"]]
+        for part in ("**What it means.**", "**How to check.**", "**What to do.**"):
+            assert part in body, f"{rule['alert']}: no {part}"
+
+
+def test_operations_tables_are_generated_from_the_definitions() -> None:
+    """docs/operations.md lists every exported series (with its labels and help text) and every
+    alert (linked to its runbook) in the blocks the generator writes."""
+    text = (ROOT / "docs" / "operations.md").read_text()
+    metrics = text.split(monitoring.METRICS_BEGIN, 1)[1].split(monitoring.METRICS_END, 1)[0]
+    for d in monitoring.metric_definitions():
+        labels = f"{{{','.join(d.labels)}}}" if d.labels else ""
+        assert f"| `{d.series}{labels}` | {d.type} |" in metrics
+    alerts = text.split(monitoring.ALERTS_BEGIN, 1)[1].split(monitoring.ALERTS_END, 1)[0]
+    for name in alert_names():
+        assert f"[`{name}`](runbooks.md#{name.lower()})" in alerts
+
+
+def test_chart_can_point_the_runbooks_elsewhere() -> None:
+    """The chart's template replaces the generated runbook base with
+    metrics.prometheusRule.runbookUrl when set."""
+    template = CHART_TEMPLATE.read_text()
+    assert f'$runbooks := "{monitoring.RUNBOOK_URL}"' in template
+    assert "replace $runbooks" in template
+    assert "$rule.runbookUrl" in template

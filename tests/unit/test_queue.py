@@ -177,3 +177,70 @@ def test_delayed_adds_of_one_key_coalesce(queue, clock):
     queue.add_after("ns/wf", 1.0)  # earlier: comes first
     clock.now += 1.0
     assert queue.get(timeout=0) == "ns/wf"
+
+
+def test_wait_and_work_durations_and_work_in_progress(clock):
+    """client-go's latency hooks: a key's wait from its add to a worker taking it (a key added
+    while it runs waits from that add), the worker's time until done, and the age of every key
+    being processed, read when asked."""
+    from taskfsm.manager.queue import QueueMetrics
+
+    waits: list[float] = []
+    works: list[float] = []
+    readers = []
+    queue = WorkQueue(
+        clock=clock,
+        metrics=QueueMetrics(on_wait=waits.append, on_work=works.append, on_queue=readers.append),
+    )
+    assert readers == [queue.in_progress]
+    queue.add("ns/a")
+    clock.now += 2.0
+    queue.add("ns/b")
+    clock.now += 1.0
+    assert queue.get() == "ns/a"
+    assert waits == [3.0]
+    clock.now += 4.0
+    assert sorted(queue.in_progress()) == [4.0]
+    assert queue.get() == "ns/b"
+    assert waits == [3.0, 5.0]
+    queue.add("ns/a")  # while it runs: queued again on done, waiting from now
+    clock.now += 1.0
+    assert sorted(queue.in_progress()) == [1.0, 5.0]
+    queue.done("ns/a")
+    assert works == [5.0]
+    assert queue.get() == "ns/a"
+    assert waits == [3.0, 5.0, 1.0]
+    queue.done("ns/b")
+    queue.done("ns/a")
+    assert works == [5.0, 1.0, 0.0]
+    assert queue.in_progress() == []
+
+
+def test_queue_series_in_the_controllers_registry(clock):
+    """Metrics.queue binds a queue to client-go's workqueue_* series with controller-runtime's
+    `name` and `controller` labels; the work-in-progress gauges are read at scrape time, and the
+    registry has prometheus-client's process and garbage-collector series too."""
+    from prometheus_client import generate_latest
+
+    from taskfsm.manager.metrics import Metrics
+
+    metrics = Metrics()
+    queue = WorkQueue(clock=clock, metrics=metrics.queue("workflow"))
+    queue.add("ns/a")
+    clock.now += 0.5
+    queue.get()
+    clock.now += 30.0
+    text = generate_latest(metrics.registry).decode()
+    labels = '{controller="workflow",name="workflow"}'
+    assert f"workqueue_adds_total{labels} 1.0" in text
+    assert f"workqueue_queue_duration_seconds_count{labels} 1.0" in text
+    assert f"workqueue_queue_duration_seconds_sum{labels} 0.5" in text
+    assert f"workqueue_unfinished_work_seconds{labels} 30.0" in text
+    assert f"workqueue_longest_running_processor_seconds{labels} 30.0" in text
+    queue.done("ns/a")
+    text = generate_latest(metrics.registry).decode()
+    assert f"workqueue_work_duration_seconds_sum{labels} 30.0" in text
+    assert f"workqueue_longest_running_processor_seconds{labels} 0.0" in text
+    for family in ("process_resident_memory_bytes", "process_cpu_seconds_total"):
+        assert f"\n{family} " in text
+    assert 'python_gc_collections_total{generation="0"}' in text

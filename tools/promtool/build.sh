@@ -9,6 +9,7 @@
 # build compiles about a third of the packages.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
 # github.com/prometheus/prometheus v0.312.0 is Prometheus v3.12.0 (the module's v0.3XX.Y tags).
 MODULE_VERSION=v0.312.0
 PROM_VERSION=3.12.0
@@ -23,7 +24,6 @@ if [ -n "${PROMTOOL:-}" ]; then
   exit 1
 fi
 
-command -v go >/dev/null || { echo "promtool: 'go' (>= 1.25) is required to build promtool" >&2; exit 1; }
 grep -q "github.com/prometheus/prometheus $MODULE_VERSION" "$here/go.mod" \
   || { echo "promtool: go.mod does not require prometheus $MODULE_VERSION" >&2; exit 1; }
 cache_root=${TASKFSM_PROMTOOL_CACHE:-/var/cache/taskfsm-promtool}
@@ -34,6 +34,7 @@ if [ -x "$out/promtool" ]; then
   exit 0
 fi
 
+require_go promtool "$here/go.mod"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 ld="-s -w -X github.com/prometheus/common/version.Version=$PROM_VERSION \
  -X github.com/prometheus/common/version.Branch=HEAD \
@@ -41,9 +42,9 @@ ld="-s -w -X github.com/prometheus/common/version.Version=$PROM_VERSION \
 tmp="$out.partial.$$"
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-echo "promtool: building promtool $PROM_VERSION into $out (cold: 2-5 min on 2 cores)" >&2
+echo "promtool: building promtool $PROM_VERSION with $(go env GOVERSION) into $out (once; usually 3-4 min on 2 cores, module downloads included)" >&2
 start=$(date +%s)
-( cd "$here" && go build -trimpath -tags "$TAGS" -ldflags "$ld" -o "$tmp/promtool" \
+( cd "$here" && with_progress promtool "3-4 min" go build -trimpath -tags "$TAGS" -ldflags "$ld" -o "$tmp/promtool" \
     github.com/prometheus/prometheus/cmd/promtool )
 # Publish atomically so a killed build never leaves a half-filled cache directory behind.
 rm -rf "$out"
