@@ -52,6 +52,7 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
         (spec.get("selector") or {}).get("matchLabels"),
         spec.get("selector") if doc["kind"] == "Service" else None,
         ((spec.get("template") or {}).get("metadata") or {}).get("labels"),
+        (spec.get("podSelector") or {}).get("matchLabels"),
     ):
         if labels:
             labels.pop("app.kubernetes.io/instance", None)
@@ -155,7 +156,9 @@ def test_values_change_what_they_say():
     )
     assert docs[("PodDisruptionBudget", "edge-taskfsm-controller")]["spec"]["minAvailable"] == 1
 
-    bare = by_kind(render("--set", "metrics.enabled=false,rbac.create=false"))
+    bare = by_kind(
+        render("--set", "metrics.enabled=false,rbac.create=false,networkPolicy.enabled=false")
+    )
     kinds = {kind for kind, _ in bare}
     assert kinds == {"ServiceAccount", "ConfigMap", "Deployment"}
     container = bare[("Deployment", "taskfsm-controller")]["spec"]["template"]["spec"][
@@ -344,3 +347,54 @@ def test_packaged_chart_installs_from_its_tgz_and_its_notes_are_true(tmp_path):
         kubetools.run(
             kubetools.quote("helm", "uninstall", "edge", "-n", "media"), cluster.kubeconfig
         )
+
+
+def test_watch_namespace_grants_a_role_there_and_cluster_rules_for_cluster_kinds_only():
+    """With ``watchNamespace`` the namespaced rules are a Role in that namespace; the ClusterRole
+    holds only the cluster-scoped kinds' rules (docs/security.md)."""
+    from taskfsm.tools import rbac
+
+    docs = by_kind(render("--set", "watchNamespace=media"))
+    role = docs[("Role", "taskfsm-controller")]
+    assert role["metadata"]["namespace"] == "media"
+    assert role["rules"] == [r.policy_rule() for r in rbac.NAMESPACED_RULES]
+    cluster_role = docs[("ClusterRole", "taskfsm-controller")]
+    assert cluster_role["rules"] == [r.policy_rule() for r in rbac.CLUSTER_RULES]
+    namespaced = {res for rule in rbac.NAMESPACED_RULES for res in rule.resources}
+    assert not namespaced & {res for rule in cluster_role["rules"] for res in rule["resources"]}
+    binding = docs[("RoleBinding", "taskfsm-controller")]
+    assert binding["metadata"]["namespace"] == "media"
+
+
+def test_network_policy_admits_only_the_metrics_and_probe_ports():
+    docs = by_kind(
+        render(
+            "--set-json",
+            'networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"team":"monitoring"}}}]',
+        )
+    )
+    policy = docs[("NetworkPolicy", "taskfsm-controller")]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    ports = [rule["ports"][0]["port"] for rule in policy["spec"]["ingress"]]
+    assert ports == [8080, 8081]
+    assert policy["spec"]["ingress"][0]["from"] == [
+        {"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}
+    ]
+    assert "from" not in policy["spec"]["ingress"][1]
+
+
+def test_secure_metrics_values_become_flags_a_mounted_secret_and_an_https_service_monitor():
+    docs = by_kind(
+        render(
+            "--set",
+            "metrics.secure=true,metrics.certSecret=metrics-tls,metrics.serviceMonitor.enabled=true",
+        )
+    )
+    pod = docs[("Deployment", "taskfsm-controller")]["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert "--metrics-secure" in args
+    assert "--metrics-cert-dir=/etc/taskfsm/metrics-certs" in args
+    assert {"name": "metrics-certs", "secret": {"secretName": "metrics-tls"}} in pod["volumes"]
+    endpoint = docs[("ServiceMonitor", "taskfsm-controller")]["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https"
+    assert "insecureSkipVerify" not in endpoint["tlsConfig"]
