@@ -6,6 +6,11 @@ invariant of :class:`tests.support.chaos.Fleet` holds for every Task (one Job ev
 UID, no task-labelled Job or Secret without its Task, JobLost only where a Job was removed),
 and deleting them all completes.
 
+Whole namespaces go too: side namespaces, each with a local MediaProcessingEntity, a Workflow and
+Tasks, are created and deleted at random moments (also while the controller is down or cut off);
+each must be gone within ``SIDE_GONE_WITHIN`` seconds of the calm, with no task-labelled Job or
+Secret of it left anywhere. The controller therefore watches every namespace.
+
 Bounded: a seeded schedule of ``STEPS`` steps (Task batches, faults, short pauses), at most
 ``MAX_KILLS`` kills and ``MAX_CUTS`` connection faults, fixed convergence timeouts. The summary
 line (Tasks, kills, crashes, cuts, stalls, deletions, violations) is printed; run with ``-s`` to
@@ -20,7 +25,7 @@ import threading
 import time
 
 from tests.support import identity
-from tests.support.chaos import CRASH_ENV, kubeconfig_via, summary_line
+from tests.support.chaos import CRASH_ENV, SideNamespace, kubeconfig_via, summary_line
 from tests.support.proxy import ApiProxy
 
 SEED = int(os.environ.get("TASKFSM_CHAOS_SEED", "20261130"))
@@ -29,6 +34,9 @@ TASKS = 300
 STEPS = 50
 MAX_KILLS = 10
 MAX_CUTS = 12
+MAX_SIDE_NAMESPACES = 4
+SIDE_GONE_WITHIN = 120
+"""Seconds after the calm by which every deleted side namespace is gone."""
 
 #: Writes a crashing life may stop after (``#n`` is drawn per life).
 CRASHABLE_WRITES = (
@@ -55,7 +63,9 @@ def test_chaos_keeps_every_invariant(
         "deleted_in_flight": 0,
         "tasks_removed_outright": 0,
         "jobs_removed_outright": 0,
+        "namespaces_deleted": 0,
     }
+    sides: list[SideNamespace] = []
 
     def outright(where: str) -> None:
         """While the controller is down or cut off: remove a Task or a Job for good."""
@@ -72,12 +82,13 @@ def test_chaos_keeps_every_invariant(
 
     with ApiProxy(faults_plane.server) as proxy:
         proc = controller_process(
+            namespace=None,  # every namespace: side namespaces come and go
             kubeconfig=kubeconfig_via(
                 faults_plane,
                 proxy.url,
                 tmp_path / "via-proxy",
                 token=identity.token_of(installed_kubeconfig),
-            )
+            ),
         )
         proc.start()
         crash_armed = False
@@ -119,6 +130,14 @@ def test_chaos_keeps_every_invariant(
                 timer = threading.Timer(rng.uniform(0.5, 3.0), proxy.restore)
                 timer.start()
                 heal.append(timer)
+            if len(sides) < MAX_SIDE_NAMESPACES and rng.random() < 0.12:
+                side = SideNamespace(fleet.api_client, f"{fleet.namespace}-side{len(sides)}")
+                side.populate(rng.randint(1, 4), rng)
+                sides.append(side)
+            live_sides = [s for s in sides if s.deleted_at is None]
+            if live_sides and rng.random() < 0.15:
+                rng.choice(live_sides).delete()
+                figures["namespaces_deleted"] += 1
             if rng.random() < 0.3 and step > 1:
                 for name in rng.sample(
                     sorted(n for n, e in fleet.expectations.items() if not e.deleted), 2
@@ -141,6 +160,18 @@ def test_chaos_keeps_every_invariant(
         if not problems:
             fleet.delete_all()
             problems = fleet.wait_settled(90, ledger)
+        for side in sides:
+            if side.deleted_at is None:
+                side.delete()
+                figures["namespaces_deleted"] += 1
+        calm = time.monotonic()
+        while time.monotonic() - calm < SIDE_GONE_WITHIN and not all(s.gone() for s in sides):
+            time.sleep(1)
+        for side in sides:
+            left = side.children()
+            if not side.gone() or left:
+                problems.append(f"{side.name}: namespace gone {side.gone()}, children left {left}")
+            side.close()
         figures["seed"] = SEED
         figures["violations"] = len(problems)
         print("\n" + summary_line(**figures))

@@ -11,8 +11,9 @@ import subprocess
 import sys
 import uuid
 
-from taskfsm.kube.resources import BY_KIND, WORKFLOWS
+from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import SECRETS
+from taskfsm.testing import objects
 from taskfsm.testing.waiting import wait_for
 from tests.support import builders
 from tests.support.cluster import kubeconfig_secret, remote_mpe
@@ -40,10 +41,11 @@ def test_media_location_credentials_reach_only_the_jobs_secret(tenant: Tenant, c
     )
     tenant.create(builders.s3_location("s3", secret_name="aws"))
     tenant.create(builders.s3_location("broken", secret_name="aws", key="nope"))
-    tenant.basics()
-    workflow = tenant.get("Workflow", "wf") or {}
+    workflow = objects.workflow("wf")
     workflow["spec"]["mediaLocations"] = [builders.location_entry("media", "s3")]
-    tenant.admin.replace(WORKFLOWS, tenant.namespace, "wf", workflow)
+    tenant.create(workflow)
+    tenant.create(objects.function("fn", run_seconds=0.2))
+    tenant.create(objects.local_mpe("local", default=True))
     tenant.task("t")
     tenant.wait_phase("t", "Succeeded")
     helper = [

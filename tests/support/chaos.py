@@ -41,7 +41,7 @@ from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.informer import ADDED, Informer
 from taskfsm.kube.resources import TASKS
-from taskfsm.kube.rest import JOBS, SECRETS, Rest
+from taskfsm.kube.rest import JOBS, NAMESPACES, SECRETS, Rest
 from taskfsm.testing import objects
 from taskfsm.testing.controlplane import REPO_ROOT, free_port
 from tests.support import crashpoints
@@ -476,3 +476,59 @@ def kubeconfig_via(control_plane: Any, server: str, path: Path, *, token: str) -
 
 def summary_line(**figures: Any) -> str:
     return "chaos summary: " + ", ".join(f"{k}={v}" for k, v in figures.items())
+
+
+class SideNamespace:
+    """A namespace of its own, with a local MediaProcessingEntity, a Function, a Workflow and a
+    few Tasks, that the chaos run deletes whole at a random moment (docs/operations.md,
+    "Deleting a namespace"): afterwards it must be gone and no task-labelled Job or Secret of it
+    may exist anywhere."""
+
+    def __init__(self, api_client: client.ApiClient, name: str) -> None:
+        from taskfsm.testing.kubelet import SimulatedKubelet
+
+        self.api_client = api_client
+        self.name = name
+        self.rest = Rest(api_client)
+        self.deleted_at: float | None = None
+        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
+        self.kubelet = SimulatedKubelet(api_client, namespace=name).__enter__()
+
+    def populate(self, tasks: int, rng: Any) -> None:
+        from taskfsm.kube.resources import BY_KIND
+
+        for obj in (
+            objects.local_mpe("local", default=True),
+            objects.function("slow", run_seconds=rng.uniform(0.5, 30.0)),
+            objects.workflow("wf"),
+        ):
+            self.rest.create(BY_KIND[obj["kind"]], self.name, obj)
+        for i in range(tasks):
+            self.rest.create(
+                TASKS, self.name, objects.task(f"s{i}", workflow_name="wf", function_name="slow")
+            )
+
+    def delete(self) -> None:
+        self.deleted_at = time.monotonic()
+        client.CoreV1Api(self.api_client).delete_namespace(
+            self.name, propagation_policy="Background"
+        )
+
+    def gone(self) -> bool:
+        try:
+            self.rest.get(NAMESPACES, None, self.name)
+        except NotFound:
+            return True
+        return False
+
+    def children(self) -> list[str]:
+        """Task-labelled Jobs and Secrets of this namespace's Tasks, in any namespace."""
+        selector = f"{c.LABEL_TASK_NAMESPACE}={self.name}"
+        return [
+            f"{res.kind} {obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            for res in (JOBS, SECRETS)
+            for obj in self.rest.list(res, None, label_selector=selector)["items"]
+        ]
+
+    def close(self) -> None:
+        self.kubelet.__exit__(None, None, None)
