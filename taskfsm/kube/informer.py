@@ -37,10 +37,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
-
-from kubernetes.watch.watch import iter_resp_lines
 
 from taskfsm.kube import wire
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
@@ -375,7 +373,7 @@ class Informer:
         try:
             if self._stopped.is_set():
                 return
-            for line in iter_resp_lines(response):
+            for line in _lines(response, self.rest.max_response_bytes):
                 if self._stopped.is_set():
                     return
                 if line:
@@ -501,6 +499,24 @@ class Informer:
             response.shutdown()
         except Exception:
             log.debug("could not shut the watch stream down", extra={"informer": self.name})
+
+
+def _lines(response: WatchStream, limit: int | None) -> Iterator[bytes]:
+    """The lines of a watch stream; a line longer than ``limit`` bytes (a remote cluster's API
+    server is its owner's: it could stream one line for ever) ends the watch with an error
+    instead of filling the memory (docs/security.md, "No object stops the controller")."""
+    buffer = bytearray()
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer.extend(chunk)
+        start = 0
+        while (end := buffer.find(b"\n", start)) != -1:
+            yield bytes(buffer[start:end])
+            start = end + 1
+        del buffer[:start]
+        if limit is not None and len(buffer) > limit:
+            raise Unavailable(f"a watch event larger than {limit // (1024 * 1024)} MiB")
+    if buffer:
+        yield bytes(buffer)
 
 
 def _key(obj: dict[str, Any]) -> str:

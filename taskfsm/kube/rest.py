@@ -188,6 +188,9 @@ class Rest:
         self.timeout = timeout
         self.write_guard = write_guard
         self.sleep = sleep
+        self.max_response_bytes: int | None = None
+        """Largest answer (and watch event) read, None for no bound: a remote
+        MediaProcessingEntity's API server is its owner's, and could answer without end."""
         self.denied: dict[tuple[str, str], str] = {}
         """(verb, resource) → the API server's message, while the latest such request was
         refused for lack of a permission (RBAC); cleared by the next one that succeeds. The
@@ -517,7 +520,7 @@ class Rest:
             ),
             preload_content=False,
         )
-        payload = response.data
+        payload = self._read(response)
         if not 200 <= response.status < 300:
             raise ApiException.from_response(
                 http_resp=client.rest.RESTResponse(response),
@@ -525,6 +528,20 @@ class Rest:
                 data=None,
             )
         return response.status, (wire.loads(payload) if payload else {})
+
+    def _read(self, response: urllib3.BaseHTTPResponse) -> bytes:
+        """The whole answer, or :class:`Unavailable` past :attr:`max_response_bytes`."""
+        limit = self.max_response_bytes
+        if limit is None:
+            return response.data
+        parts, size = [], 0
+        while chunk := response.read(1024 * 1024):
+            size += len(chunk)
+            if size > limit:
+                response.release_conn()
+                raise Unavailable(f"an answer larger than {limit // (1024 * 1024)} MiB")
+            parts.append(chunk)
+        return b"".join(parts)
 
     def drop_idle_connections(self) -> int:
         """Close the idle pooled connections to this API server (they reconnect when next used);

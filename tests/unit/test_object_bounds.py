@@ -127,3 +127,24 @@ def test_lists_longer_than_the_merge_bound_are_refused_by_path():
     }
     with pytest.raises(jobs.JobTemplateError, match=f"at most {MAX_LIST_ITEMS} are processed"):
         jobs.build_job(task=task, function=function, task_template=None, namespace="ns")
+
+
+class _Stream:
+    """A watch response streaming ``chunks``."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def stream(self, amt=None, decode_content=False):
+        yield from self.chunks
+
+
+def test_a_watch_line_longer_than_the_bound_ends_the_watch_instead_of_filling_memory():
+    from taskfsm.kube.errors import Unavailable
+    from taskfsm.kube.informer import _lines
+
+    ok = list(_lines(_Stream([b'{"a":1}\n{"b"', b":2}\n"]), 1024))
+    assert ok == [b'{"a":1}', b'{"b":2}']
+    endless = _Stream([b"x" * 600_000] * 4)
+    with pytest.raises(Unavailable, match="larger than"):
+        list(_lines(endless, 1024 * 1024))

@@ -54,6 +54,9 @@ SecretKey = tuple[str, str]
 
 JOB_LABEL_SELECTOR = f"{c.LABEL_TASK_NAMESPACE},{c.LABEL_TASK_NAME}"
 DEFAULT_KUBECONFIG_KEY = "kubeconfig"
+REMOTE_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""Largest answer or watch event read from a remote MediaProcessingEntity's cluster (a page of
+500 Jobs is a few MiB); a larger one fails that MPE's request, never the controller."""
 PROBE_TIMEOUT = (5.0, 10.0)
 """(connect, read) seconds for the LIST that asks a cluster with a failing Job watch why."""
 
@@ -398,7 +401,7 @@ class MpeRegistry:
             current = self._clusters.get(key)
             if current is not None and current.fingerprint == fingerprint:
                 return current
-        rest = self.main if api_client is None else self.rest_factory(api_client)
+        rest = self.main if api_client is None else self._remote_rest(api_client)
         # The watch is shared only by MPEs reaching the cluster with the same credentials, so a
         # rotated kubeconfig Secret also gives the Job watch the new client (D19).
         watch_key = (cluster_id, namespace, str(fingerprint[1]) if remote else "")
@@ -620,6 +623,12 @@ class MpeRegistry:
             "MediaProcessingEntity spec must have exactly one of local or remote",
             REASON_INVALID_SPEC,
         )
+
+    def _remote_rest(self, api_client: kube_client.ApiClient) -> Rest:
+        """A remote cluster's Rest: its answers and watch events are bounded in size."""
+        rest = self.rest_factory(api_client)
+        rest.max_response_bytes = REMOTE_MAX_RESPONSE_BYTES
+        return rest
 
     def _require_watched(self, namespace: str, what: str) -> None:
         """Refuse a namespace of the main cluster outside ``--namespace`` (when set)."""
