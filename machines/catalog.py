@@ -1,20 +1,20 @@
 """A plain-data catalogue of a lifecycle statechart, read from its class.
 
 Where this sits in the flow: the diagrams and `docs/lifecycle.md` (`machines.diagrams.render`), the
-driver's record of which transitions a pass took (`machines.task.driver`) and the scenario tests'
+engine's record of which transitions a pass took (`machines.engine`) and the scenario tests'
 transition coverage all need the chart as data. This module reads it once from the chart
-class (`machines.task.chart.TaskLifecycle` unless told otherwise, e.g.
-`machines.workflow.chart.WorkflowLifecycle`), through the library's public state and transition
-objects, so no copy of a chart exists anywhere else.
+class (`machines.task.chart.TaskLifecycle`, `machines.workflow.chart.WorkflowLifecycle`,
+`machines.mpe.chart.MpeLifecycle`), through the library's public state and transition
+objects, so no copy of a chart exists anywhere else. It imports no chart: the charts' own
+modules (through the engine) use it.
 
 Every function takes the chart class as `machine`. A state's `status.phase` comes from the
-`STATE_PHASES` mapping (state id → phase) of the module that defines the chart.
+chart's `state_phases` class attribute (state id → phase; none for a chart without phases).
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -98,25 +98,14 @@ def _key(source: str, event: str, guards: tuple[str, ...], target: str | None) -
     return f"{source} --{event or '(eventless)'}{guard_text}--> {target or '(stays)'}"
 
 
-def _chart(machine: ChartClass | None) -> ChartClass:
-    """`machine`, or the Task chart when None (imported late: the chart's own modules use
-    this catalogue)."""
-    if machine is not None:
-        return machine
-    from machines.task.chart import TaskLifecycle
-
-    return TaskLifecycle
-
-
 def _state_phases(machine: ChartClass) -> Mapping[str, str]:
-    """The `STATE_PHASES` of the module defining `machine` (empty when it has none)."""
-    phases: Mapping[str, str] = getattr(sys.modules[machine.__module__], "STATE_PHASES", {})
+    """The chart's `state_phases` (empty when it has none)."""
+    phases: Mapping[str, str] = getattr(machine, "state_phases", {})
     return phases
 
 
-def transition_key(transition: Transition, machine: ChartClass | None = None) -> str:
+def transition_key(transition: Transition, machine: ChartClass) -> str:
     """Return the stable key of a transition of `machine` (what coverage counts)."""
-    machine = _chart(machine)
     known = _keys_by_identity(machine).get(id(transition))
     if known is not None:
         return known
@@ -125,9 +114,8 @@ def transition_key(transition: Transition, machine: ChartClass | None = None) ->
 
 
 @functools.cache
-def states(machine: ChartClass | None = None) -> tuple[StateInfo, ...]:
+def states(machine: ChartClass) -> tuple[StateInfo, ...]:
     """Every state in document order (parents before children)."""
-    machine = _chart(machine)
     phases = _state_phases(machine)
     return tuple(
         StateInfo(
@@ -150,9 +138,8 @@ def _chart_transitions(machine: ChartClass) -> list[Transition]:
 
 
 @functools.cache
-def transitions(machine: ChartClass | None = None) -> tuple[TransitionInfo, ...]:
+def transitions(machine: ChartClass) -> tuple[TransitionInfo, ...]:
     """Every transition, grouped by source state in document order, in priority order."""
-    machine = _chart(machine)
     out = []
     seen: dict[tuple[str, str], int] = {}
     for t in _chart_transitions(machine):
@@ -183,21 +170,18 @@ def _keys_by_identity(machine: ChartClass) -> dict[int, str]:
     }
 
 
-def events(machine: ChartClass | None = None) -> tuple[str, ...]:
+def events(machine: ChartClass) -> tuple[str, ...]:
     """Every event the chart reacts to, in first-use order (`""` excluded)."""
-    machine = _chart(machine)
     return tuple(dict.fromkeys(t.event for t in transitions(machine) if t.event))
 
 
-def guard_names(machine: ChartClass | None = None) -> frozenset[str]:
+def guard_names(machine: ChartClass) -> frozenset[str]:
     """Every guard name the chart uses (without `not`)."""
-    machine = _chart(machine)
     return frozenset(g.removeprefix("not ") for t in transitions(machine) for g in t.guards)
 
 
-def action_names(machine: ChartClass | None = None) -> frozenset[str]:
+def action_names(machine: ChartClass) -> frozenset[str]:
     """Every action name the chart uses: transition effects and verdicts, state entries."""
-    machine = _chart(machine)
     names = {a for t in transitions(machine) for a in t.effects + t.verdicts}
     names.update(a for s in states(machine) for a in s.entry)
     return frozenset(names)

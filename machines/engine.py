@@ -1,20 +1,26 @@
 """One reconcile pass through a lifecycle statechart, for any chart: the pass engine.
 
-Where this sits in the flow: a reconciler condenses the cluster into an observation and asks
-the engine of its chart (`machines.task.driver.TASK_ENGINE`,
-`machines.workflow.driver.WORKFLOW_ENGINE`) to `run(observation, model, now=...)`. The engine
-puts its machine in the configuration of the persisted `status.phase` (no entry action runs
-for it), sends the events the chart derives from the observation, and returns a `PassOutcome`:
-the phase to persist, the effects performed, the errors, the conditions, and what the chart
-decided about the rest of the reconcile (wait quietly, end the reconcile, look again after
-some seconds). It never raises (D23 in docs/behaviour.md §6): a raising effect, a blocker the
-chart reports, an unknown phase or a programming error all come back as `errors`.
+Where this sits in the flow: a reconciler reads the cluster, condenses it into an observation
+and asks the engine of its chart (`machines.task.driver.TASK_ENGINE`,
+`machines.workflow.driver.WORKFLOW_ENGINE`, `machines.mpe.driver.MPE_ENGINE`) to `reconcile`
+it. One **pass** (`run`) puts the machine in the configuration of the persisted `status.phase`
+(no entry action runs for it), sends the events the chart derives from the observation, and
+returns a `PassOutcome`: the phase to persist, the effects performed, the errors, the
+conditions, the Events to write, and what the chart decided about the rest of the reconcile
+(wait quietly, end the reconcile, look again after some seconds). A **reconcile** (`reconcile`)
+takes passes while they move the phase forward: after each pass the runtime applies the
+outcome to its working copy and observes again, and the engine stops where the chart ends the
+reconcile, waits, fails, finishes, stops moving, or after `ChartSpec.max_passes`; it returns a
+`ReconcileOutcome`, which adds the path of phases taken and the phase-change Event. Neither
+raises (D23 in docs/behaviour.md §6): a raising effect, a blocker the chart reports, an unknown
+phase or a programming error all come back as `errors`.
 
 Two objects are attached to the machine:
 
 * a **pass record** (`PassRecord` subclass), the chart's own model: it holds the configuration
-  the pass starts from and collects what the pass decided. Verdict actions (`note_*`,
-  `report_*`, `schedule_*`, `end_reconcile`) are its methods: they decide, they do no I/O;
+  the pass starts from and collects what the pass decided. Verdict actions (`note_*`: a reason
+  or an Event; `report_*`: an error; `wait_*`: a quiet wait; `schedule_*`: when to look again;
+  `end_reconcile`) are its methods: they decide, they do no I/O;
 * a **model binding** (`binding_class`), a listener with one method per guard and effect name
   that calls the runtime's model with the pass's observation. A real method per name lets the
   library check every name of the chart when the machine is built.
@@ -39,7 +45,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from statemachine import StateChart
 from statemachine.orderedset import OrderedSet
@@ -49,6 +55,20 @@ from machines.catalog import transition_key
 from machines.conditions import Condition
 
 ERROR_EVENT = "error.execution"
+
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
+"""The two Kubernetes Event types."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventNote:
+    """An Event the chart asks the runtime to write on the object (`type` is `NORMAL` or
+    `WARNING`, `reason` a CamelCase word, `note` the text)."""
+
+    type: str
+    reason: str
+    note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +102,23 @@ class PassOutcome(Generic[R]):
         errors: what ended the pass in error, in order (usually one).
         reason: set when this pass entered a terminal phase.
         reason_message: what that reason means for this object (the condition's message).
+        reason_note: what the phase-change Event says of that reason (`""`: nothing).
         conditions: `status.conditions` to persist.
+        events: the Events the chart decided on in this pass, in order.
         transitions: keys (`machines.catalog`) of the transitions taken, in order.
         waiting: set (the status message) when the chart decided to wait quietly for
             something that announces itself (an MPE client being set up): no error, no
             backoff, no Event.
         waiting_quietly: the wait leaves `status.message` as it is (a finished object's
             housekeeping waiting for a moment, e.g. while clients are set up at start-up).
+        waiting_on: what the wait is for (e.g. `"mpe_client"`), so the runtime knows what
+            announces its end.
+        wake: related objects whose own reconcile is due now (e.g. `"mpe"`: the Task's MPE,
+            whose cluster refused the Task's read), for the runtime to queue.
         end_reconcile: the chart decided that the reconcile takes no further step after this
             pass (what it wrote, once durable, triggers the next one).
         requeue_after: seconds after which the object must be looked at again even if
-            nothing happens; None when only events matter.
+            nothing happens (0: at once); None when only events matter.
     """
 
     phase: str
@@ -101,10 +127,14 @@ class PassOutcome(Generic[R]):
     errors: tuple[PassError, ...] = ()
     reason: R | None = None
     reason_message: str = ""
+    reason_note: str = ""
     conditions: tuple[Condition, ...] = ()
+    events: tuple[EventNote, ...] = ()
     transitions: tuple[str, ...] = ()
     waiting: str = ""
     waiting_quietly: bool = False
+    waiting_on: str = ""
+    wake: tuple[str, ...] = ()
     end_reconcile: bool = False
     requeue_after: float | None = None
 
@@ -149,20 +179,25 @@ class PassRecord:
         self.errors: list[PassError] = []
         self.reason: Any = None
         self.reason_message = ""
+        self.reason_note = ""
+        self.events: list[EventNote] = []
         self.taken: list[str] = []
         self.running_callback: str | None = None
         self.failed = False
         """Set as soon as a callback raises, before error.execution is even processed."""
         self.waiting = ""
         self.quiet = False
+        self.waiting_on = ""
+        self.wake: list[str] = []
         self.ended = False
         self.requeue_after: float | None = None
         self.detail: Any = None
         """A chart's further verdict for its conditions (the Task chart: why Ready is False)."""
 
-    def record_error(self, error: BaseException) -> None:
-        # error.execution: an effect or guard raised. Nothing may raise here, or the library
-        # would drop the error with only a log line.
+    def report_error(self, error: BaseException) -> None:
+        """Verdict on `error.execution`: an effect or guard raised; its exception is the pass's
+        error."""
+        # Nothing may raise here, or the library would drop the error with only a log line.
         message = str(error) or type(error).__name__
         self.errors.append(PassError(message, action=self.running_callback, exception=error))
         self.running_callback = None
@@ -171,11 +206,32 @@ class PassRecord:
         """Verdict: no further step in this reconcile (the next comes from a watch event)."""
         self.ended = True
 
-    def wait(self, message: str, *, quiet: bool = False) -> None:
-        """Verdict helper: wait quietly, saying why in `status.message` (``quiet``: leaving
-        `status.message` as it is)."""
-        self.waiting = message
-        self.quiet = quiet
+    def wait(self, message: str, *, on: str, quiet: bool = False) -> None:
+        """Verdict helper: wait quietly for `on` (what announces the end of the wait), saying
+        why in `status.message` (``quiet``: leaving `status.message` as it is)."""
+        self.waiting, self.waiting_on, self.quiet = message, on, quiet
+
+    def look_again(self, seconds: float) -> None:
+        """Verdict helper: the object is looked at again after `seconds` at the latest (the
+        soonest of all such verdicts of the pass wins; 0: at once)."""
+        if self.requeue_after is None or seconds < self.requeue_after:
+            self.requeue_after = seconds
+
+    def wake_related(self, what: str) -> None:
+        """Verdict helper: the reconcile of a related object (`what`) is due now."""
+        if what not in self.wake:
+            self.wake.append(what)
+
+    def note_event(self, type_: str, reason: str, note: str) -> None:
+        """Verdict helper: write an Event on the object once the pass is persisted."""
+        self.events.append(EventNote(type_, reason, note))
+
+    def note_outcome(self, reason: Any, message: str, event_text: str = "") -> None:
+        """Verdict helper: the pass enters a terminal phase for `reason` (the condition's
+        reason, with `message`); `event_text` is what the phase-change Event adds (by default
+        the reason's value)."""
+        self.reason, self.reason_message = reason, message
+        self.reason_note = event_text or str(getattr(reason, "value", reason))
 
     def report(self, message: str, action: str, *, outside: bool = False) -> None:
         """Verdict helper: end the pass with an error the chart decided on (no I/O);
@@ -288,6 +344,9 @@ class ChartSpec:
             observation (None: keep the persisted one, e.g. for states that are not phases).
         conditions: the chart's `status.conditions` function.
         stop: after each event, whether the pass is over (e.g. the object left `live`).
+        warning_phases: phases whose phase-change Event is a Warning (others: Normal).
+        max_passes: the most passes one reconcile takes (a bound, never reached by a chart
+            whose every forward path is shorter; it stops a bug from looping).
     """
 
     chart: type[StateChart[PassRecord]]
@@ -299,6 +358,54 @@ class ChartSpec:
     phase_of: Callable[[str, Any], str | None]
     conditions: Conditions
     stop: Callable[[OrderedSet[Any]], bool]
+    warning_phases: frozenset[str] = frozenset()
+    max_passes: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileOutcome(Generic[R]):
+    """What one reconcile (one or more passes) decided and did.
+
+    Attributes:
+        last: the outcome of its last pass (phase, conditions, errors, waits, requeue).
+        path: the persisted phase, then every phase a pass moved to, in order.
+        passes: how many passes it took.
+        effects: every effect performed, in order, over all passes.
+        events: the Events to write, in order: the phase change (when the reconcile moved the
+            phase: Warning for the chart's `warning_phases`, reason the new phase, the path
+            taken and the terminal reason), then those the passes' verdicts decided on.
+        reason, reason_message: the terminal reason of the pass that entered a terminal
+            phase, if any pass did.
+    """
+
+    last: PassOutcome[R]
+    path: tuple[str, ...]
+    passes: int
+    effects: tuple[str, ...]
+    events: tuple[EventNote, ...]
+    reason: R | None = None
+    reason_message: str = ""
+
+    @property
+    def phase(self) -> str:
+        return self.last.phase
+
+    @property
+    def error(self) -> PassError | None:
+        return self.last.error
+
+    @property
+    def message(self) -> str:
+        return self.last.message
+
+    @property
+    def finalized(self) -> bool:
+        return self.last.finalized
+
+    @property
+    def moved(self) -> bool:
+        """The reconcile left the persisted phase for another (a phase-change Event is due)."""
+        return bool(self.path[-1]) and self.path[-1] != self.path[0]
 
 
 class PassEngine:
@@ -333,6 +440,72 @@ class PassEngine:
         binding = self._binding_class(record)
         binding.begin(model, observation)
         return self.spec.chart(model=record, listeners=[binding]), record
+
+    def reconcile(
+        self,
+        observe: Callable[[], Any],
+        model: object,
+        *,
+        now: datetime,
+        apply: Callable[[PassOutcome[Any]], None],
+    ) -> ReconcileOutcome[Any]:
+        """Take passes while they move the phase forward; never raises.
+
+        Args:
+            observe: reads the world into a fresh observation (called before every pass).
+            model: the chart's guards and effects (one model for the whole reconcile).
+            now: the time stamped on conditions that change.
+            apply: called with every pass's outcome before the next observation (the runtime
+                puts its phase, conditions and message into its working copy).
+
+        The loop stops after a pass that ended in error, waits, reached `finalized`, ended the
+        reconcile (`end_reconcile`), or left the phase where it was; and after
+        `ChartSpec.max_passes` passes.
+        """
+        observation = observe()
+        path = [getattr(observation, "phase", "") or ""]
+        effects: list[str] = []
+        events: list[EventNote] = []
+        reason: Any = None
+        reason_message = reason_note = ""
+        passes = 0
+        while True:
+            before = path[-1]
+            outcome = self.run(observation, model, now=now)
+            passes += 1
+            apply(outcome)
+            effects += outcome.effects
+            events += outcome.events
+            if outcome.reason is not None:
+                reason, reason_message = outcome.reason, outcome.reason_message
+                reason_note = outcome.reason_note
+            if outcome.phase and outcome.phase != before:
+                path.append(outcome.phase)
+            if (
+                outcome.error
+                or outcome.waiting
+                or outcome.finalized
+                or outcome.end_reconcile
+                or outcome.phase == before
+                or passes >= self.spec.max_passes
+            ):
+                break
+            observation = observe()
+        if path[-1] and path[-1] != path[0]:
+            text = " -> ".join(p or "(new)" for p in path)
+            if reason_note:
+                text += f": {reason_note}"
+            kind = WARNING if path[-1] in self.spec.warning_phases else NORMAL
+            events.insert(0, EventNote(kind, path[-1], text))
+        return ReconcileOutcome(
+            last=outcome,
+            path=tuple(path),
+            passes=passes,
+            effects=tuple(effects),
+            events=tuple(events),
+            reason=reason,
+            reason_message=reason_message,
+        )
 
     def run(self, observation: Any, model: object, *, now: datetime) -> PassOutcome[Any]:
         """Drive one pass and report it; never raises.
@@ -393,10 +566,14 @@ class PassEngine:
             errors=tuple(record.errors),
             reason=record.reason,
             reason_message=record.reason_message,
+            reason_note=record.reason_note,
             conditions=conditions,
+            events=tuple(record.events),
             transitions=tuple(record.taken),
             waiting="" if record.errors else record.waiting,
             waiting_quietly=record.quiet and not record.errors,
+            waiting_on="" if record.errors else record.waiting_on,
+            wake=tuple(record.wake),
             end_reconcile=record.ended,
             requeue_after=None if record.errors else record.requeue_after,
         )

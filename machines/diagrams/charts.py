@@ -16,10 +16,12 @@ from typing import Final
 
 from machines.catalog import ChartClass
 from machines.task import chart as task_chart
+from machines.task import phases as task_phases
 from machines.task import model as task_model
 from machines.task import observation as task_observation
 from machines.task.conditions import TerminalReason
 from machines.workflow import chart as workflow_chart
+from machines.workflow import phases as workflow_phases
 from machines.workflow import model as workflow_model
 from machines.workflow import observation as workflow_observation
 from machines.workflow.conditions import WorkflowReason
@@ -53,7 +55,7 @@ class Chart:
 
 TASK: Final = Chart(
     machine=task_chart.TaskLifecycle,
-    phase_states=task_chart.PHASE_STATES,
+    phase_states=task_phases.PHASE_STATES,
     title="Task lifecycle (machines/task/chart.py)",
     model=task_model.TaskLifecycleModel,
     guard_names=task_model.GUARD_NAMES,
@@ -71,7 +73,7 @@ TASK: Final = Chart(
 
 WORKFLOW: Final = Chart(
     machine=workflow_chart.WorkflowLifecycle,
-    phase_states=workflow_chart.PHASE_STATES,
+    phase_states=workflow_phases.PHASE_STATES,
     title="Workflow lifecycle (machines/workflow/chart.py)",
     model=workflow_model.WorkflowLifecycleModel,
     guard_names=workflow_model.GUARD_NAMES,

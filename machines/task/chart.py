@@ -24,12 +24,14 @@ Kubernetes ≥ 1.31 Job conditions).
 
 from __future__ import annotations
 
-from typing import Final, cast
+from collections.abc import Mapping
+from typing import ClassVar, Final, cast
 
 from statemachine import State, StateChart
 
 from machines.engine import PassRecord, UnknownPhaseError
 from machines.task.observation import TaskObservation, WorkflowState
+from machines.task.phases import PHASE_STATES, STATE_PHASES
 
 # Events: what the watch loop observed, derived from the observation by `events_for`.
 DELETION_REQUESTED: Final = "deletion_requested"
@@ -48,10 +50,12 @@ class TaskLifecycle(StateChart[PassRecord]):
     Within a state, transitions for the same event are tried in declaration order and the
     first whose guards all hold is taken. Effects run as `before` actions, so an effect that
     raises aborts its transition (the state does not change) and becomes `error.execution`,
-    which every non-final state handles with `record_error`.
+    which every non-final state handles with `report_error`.
 
     {statechart:md}
     """
+
+    state_phases: ClassVar[Mapping[str, str]] = STATE_PHASES
 
     # The phase is held on the driver's pass record, never on the Task object: writing
     # states one at a time would leave the configuration empty (None) mid-transition.
@@ -85,10 +89,11 @@ class TaskLifecycle(StateChart[PassRecord]):
                 # D3: a JobPending Task without its refs goes back instead of forward.
                 | job_pending.to(initializing, cond="refs_missing")
                 # An MPE whose client is still being set up is waited for quietly: its
-                # reconcile wakes the Task. One tried and found unusable is an error (backoff).
-                | job_pending.to(None, cond="mpe_pending", on="report_mpe_pending")
+                # reconcile wakes the Task. One tried and found unusable (or whose cluster did
+                # not answer this pass's Job read) is an error (backoff).
+                | job_pending.to(None, cond="mpe_client_pending", on="wait_for_mpe_client")
                 | job_pending.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
-                | running.to(None, cond="mpe_pending", on="report_mpe_pending")
+                | running.to(None, cond="mpe_client_pending", on="wait_for_mpe_client")
                 | running.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
                 # D6: a Job under our name with another UID is adopted, not a crash.
                 | running.to(None, cond="job_unrecorded", before="adopt_job")
@@ -98,6 +103,8 @@ class TaskLifecycle(StateChart[PassRecord]):
                 # Pods refused (Pod Security, an admission policy, a quota): Ready=False says
                 # why, until they are allowed or the Task fails (below).
                 | running.to(None, cond="job_pods_refused", on="note_job_pods_refused")
+                # A Job that was suspended runs again: Ready turns True, with an Event.
+                | running.to(None, cond="job_resumed", on="note_job_resumed")
             )
             # Last in every pass: a Task whose Job may still change is looked at again after
             # the resync period even without events (a missed Job event, F4); a Job without
@@ -109,10 +116,12 @@ class TaskLifecycle(StateChart[PassRecord]):
             )
 
         # D10: entering either terminal phase stamps endTime. D18: the reconcile then ends, so
-        # the outcome is durable before any housekeeping (the reconcile that wrote it requeues
-        # the Task at once).
+        # the outcome is durable before any housekeeping, and the Task is looked at again at
+        # once for it (the watch event of the reconcile's own write wakes nobody).
         class terminated(
-            State.Compound, name="Terminated", enter=["record_end_time", "end_reconcile"]
+            State.Compound,
+            name="Terminated",
+            enter=["record_end_time", "end_reconcile", "schedule_housekeeping"],
         ):
             succeeded = State("Succeeded")
             failed = State("Failed")
@@ -132,11 +141,14 @@ class TaskLifecycle(StateChart[PassRecord]):
                 on="note_job_pods_refused_for_good",
             )
             | active.job_pending.to(terminated.failed, cond="job_vanished", on="note_job_lost")
+            # What a Job is made from must allow it (the Function exists and is one, a remote
+            # MPE is allowed): otherwise nothing is created, and the Task says why.
+            | active.job_pending.to(None, cond="job_unmakeable", on="report_job_unmakeable")
             | active.job_pending.to(active.running, before="create_job_and_secret")
             # Terminal housekeeping, one step per pass, only once the outcome is durable (D18);
             # the next pass comes from the Job's own event (deleted, gone) or the resync.
             | cast(State, terminated).to(
-                None, cond=["mpe_pending", "job_ref_set"], on="await_mpe_client"
+                None, cond=["mpe_client_pending", "job_ref_set"], on="wait_for_mpe_client_quietly"
             )
             | cast(State, terminated).to(
                 None, cond=["mpe_unavailable", "job_ref_set"], on="report_mpe_unavailable"
@@ -147,13 +159,21 @@ class TaskLifecycle(StateChart[PassRecord]):
             | cast(State, terminated).to(
                 None, cond=["outcome_recorded", "job_protected"], before="release_job_finalizer"
             )
+            # A finished Job is kept until its TTL, but not beyond its MPE: once the MPE is
+            # being deleted, the Task deletes it (no client reaches it after the MPE is gone).
+            | cast(State, terminated).to(
+                None,
+                cond=["outcome_recorded", "mpe_deleting", "job_deletable"],
+                before="delete_job",
+                on="note_job_deleted_with_mpe",
+            )
             | cast(State, terminated).to(None, cond="job_ref_stale", before="clear_job_ref")
         )
         # D18b: an outcome the Job already shows is recorded, never overwritten by the
         # Workflow's termination; a Running Task whose Job cannot be read waits for it.
         settled = cast(State, terminated).to(None, cond="job_ref_set", on="schedule_resync")
         workflow_terminated = (
-            active.running.to(None, cond="mpe_pending", on="report_mpe_pending")
+            active.running.to(None, cond="mpe_client_pending", on="wait_for_mpe_client")
             | active.running.to(None, cond="mpe_unavailable", on="report_mpe_unavailable")
             | active.to(
                 terminated.succeeded,
@@ -170,25 +190,31 @@ class TaskLifecycle(StateChart[PassRecord]):
     # D9: a pass that only asked for the Task's deletion ends the reconcile in Deleting; the
     # watch event of the Task's own deletionTimestamp starts the next, which finishes it.
     deleting = State("Deleting", enter="end_reconcile")
-    finalized = State("Finalized", final=True)
+    finalized = State("Finalized", final=True, enter="note_deleted")
 
-    deletion_requested = live.to(deleting)
+    # A deleting Task whose status never named its MPE (the create's answer and the status
+    # write were both lost) records the MPE selection finds again: its Job would be there, and
+    # a deletion that waits for that MPE knows where to look next time. (A Task with an unknown
+    # phase starts in Deleting and cleans up there without recording it.)
+    deletion_requested = live.to(
+        deleting, cond="mpe_unrecorded", before="record_reselected_mpe"
+    ) | live.to(deleting)
     finalizer_missing = cast(State, live).to(None, before="add_task_finalizer")
     workflow_missing = cast(State, live).to(None, on="report_workflow_missing")
     # D9: delete the Task and stop; the next pass sees its deletionTimestamp.
     workflow_deleting = live.to(deleting, before="delete_task")
     ownership_missing = cast(State, live).to(None, before="set_workflow_ownership")
-    error_execution = cast(State, live).to(None, on="record_error") | deleting.to(
-        None, on="record_error"
+    error_execution = cast(State, live).to(None, on="report_error") | deleting.to(
+        None, on="report_error"
     )
 
     # Deleting finishes within the pass that observes the Task's own deletionTimestamp
     # (eventless transitions, first match wins).
     deleting.to(finalized, cond="task_terminating", unless="task_finalizer_present")
     # The Job must be cleaned up through its MPE: one whose client is being set up (a
-    # restart) is waited for quietly; one found unreachable is retried until the cleanup
-    # bound after the deletionTimestamp ...
-    deleting.to(None, cond=["task_terminating", "mpe_pending"], on="report_mpe_pending")
+    # restart) is waited for quietly; one found unreachable is retried until it has been
+    # unreachable for the cleanup bound ...
+    deleting.to(None, cond=["task_terminating", "mpe_client_pending"], on="wait_for_mpe_client")
     deleting.to(
         None,
         cond=["task_terminating", "mpe_unavailable"],
@@ -200,7 +226,8 @@ class TaskLifecycle(StateChart[PassRecord]):
     deleting.to(
         finalized,
         cond=["task_terminating", "mpe_unavailable"],
-        before=["abandon_job", "remove_task_finalizer"],
+        before="remove_task_finalizer",
+        on="note_job_abandoned",
     )
     deleting.to(
         finalized,
@@ -218,20 +245,6 @@ class TaskLifecycle(StateChart[PassRecord]):
         before=["release_job_finalizer", "remove_task_finalizer"],
     )
     deleting.to(finalized, cond="task_terminating", before="remove_task_finalizer")
-
-
-PHASE_STATES: Final = {
-    "": "new",
-    "Initializing": "initializing",
-    "JobPending": "job_pending",
-    "Running": "running",
-    "Succeeded": "succeeded",
-    "Failed": "failed",
-}
-"""`status.phase` → state id. `""` is no valid state value for the library, hence the map."""
-
-STATE_PHASES: Final = {state_id: phase for phase, state_id in PHASE_STATES.items()}
-"""State id → `status.phase`, for the six phase states only."""
 
 
 def configuration_for(state_id: str) -> list[str]:

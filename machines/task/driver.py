@@ -1,24 +1,25 @@
-"""One reconcile pass through the Task lifecycle: observation and model in, outcome out.
+"""The Task lifecycle's verdicts and its pass engine: observation and model in, outcome out.
 
-Where this sits in the flow: the reconciler reads the cluster into a `TaskObservation` and
-calls `run_pass(observation, model, now=...)` once per pass. The pass engine
-(`machines.engine`) puts the thread's reused `TaskLifecycle` machine in the configuration of
-the persisted `status.phase` (no entry action runs for it), sends the events `events_for`
-derives, and returns a `PassOutcome`: the phase to persist, the effects performed in order,
-the errors, the conditions, and what the chart decided about the rest of the reconcile
-(`waiting`, `end_reconcile`, `requeue_after`). The reconciler then patches status from the
-outcome (unless `finalized`). Level-triggered: the next pass starts again from what is
-persisted, so a pass that failed halfway is simply repeated.
+Where this sits in the flow: the reconciler reads the cluster and condenses it into a
+`TaskObservation`; `TASK_ENGINE.reconcile` takes passes while they move the phase forward (one
+pass: `run_pass(observation, model, now=...)`). The pass engine (`machines.engine`) puts the
+thread's reused `TaskLifecycle` machine in the configuration of the persisted `status.phase`
+(no entry action runs for it), sends the events `events_for` derives, and returns a
+`PassOutcome`: the phase to persist, the effects performed in order, the errors, the
+conditions, the Events, and what the chart decided about the rest of the reconcile
+(`waiting`, `end_reconcile`, `requeue_after`, `wake`). Level-triggered: the next pass starts
+again from what is persisted, so a pass that failed halfway is simply repeated.
 
-Guards and effects resolve on the runtime's model; verdicts (`note_*`, `report_*`,
-`schedule_resync`, `end_reconcile`, `record_error`) on `_PassRecord`, the machine's own
-model: pure bookkeeping of the pass's reason, error, wait and requeue.
+Guards and effects resolve on the runtime's model; verdicts (`note_*`, `report_*`, `wait_*`,
+`schedule_*`, `end_reconcile`) on `_PassRecord`, the machine's own model: pure decisions on the
+pass's reason, error, wait, Events and requeue.
 
 Spec: docs/behaviour.md §3.14 (errors and status messages) and D23 (§6).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final, TypeAlias
 
@@ -26,16 +27,17 @@ from statemachine import StateChart
 from statemachine.orderedset import OrderedSet
 
 from machines.engine import (
+    NORMAL,
+    WARNING,
     ChartSpec,
     PassEngine,
     PassError,
     PassOutcome,
     PassRecord,
+    ReconcileOutcome,
     UnknownPhaseError,
 )
 from machines.task.chart import (
-    PHASE_STATES,
-    STATE_PHASES,
     TaskLifecycle,
     configuration_for,
     configuration_for_phase,
@@ -50,14 +52,18 @@ from machines.task.conditions import (
 )
 from machines.task.model import EFFECT_NAMES, GUARD_NAMES, TaskLifecycleModel
 from machines.task.observation import JobState, TaskObservation
+from machines.task.phases import PHASE_STATES, STATE_PHASES, WARNING_PHASES
 
 __all__ = [
     "MPE_UNAVAILABLE_MESSAGE",
     "TASK_ENGINE",
     "VERDICT_NAMES",
+    "WAIT_MPE_CLIENT",
+    "WAKE_MPE",
     "PassError",
     "PassOutcome",
     "TaskPassOutcome",
+    "TaskReconcileOutcome",
     "build_machine",
     "run_pass",
 ]
@@ -69,17 +75,23 @@ VERDICT_NAMES: Final = (
     "note_job_lost",
     "report_workflow_missing",
     "report_input_unusable",
-    "report_mpe_pending",
-    "await_mpe_client",
+    "report_job_unmakeable",
+    "wait_for_mpe_client",
+    "wait_for_mpe_client_quietly",
     "report_mpe_unavailable",
     "report_cleanup_waiting",
     "note_job_suspended",
+    "note_job_resumed",
     "note_job_pods_refused",
     "note_job_pods_refused_for_good",
+    "note_job_deleted_with_mpe",
+    "note_job_abandoned",
+    "note_deleted",
     "schedule_pod_check",
     "schedule_resync",
+    "schedule_housekeeping",
     "end_reconcile",
-    "record_error",
+    "report_error",
 )
 """Actions resolved on the pass record rather than the model: they decide, they do no I/O."""
 
@@ -89,6 +101,14 @@ POD_CHECK_SECONDS: Final = 30.0
 """How soon a Running Task whose Job has no pods is looked at again (a refusal of its pods is an
 Event, which no watch of the controller delivers)."""
 
+WAIT_MPE_CLIENT: Final = "mpe_client"
+"""`PassOutcome.waiting_on` of a Task waiting for its MPE's client to be set up (the MPE's
+reconcile announces the end of the wait)."""
+
+WAKE_MPE: Final = "mpe"
+"""`PassOutcome.wake` entry: the Task's MPE must be reconciled now (its cluster refused the
+Task's read: its `Ready` condition is due for a look)."""
+
 
 class _PassRecord(PassRecord):
     """The Task chart's model for one pass: `PassRecord` plus the Task verdicts."""
@@ -96,17 +116,16 @@ class _PassRecord(PassRecord):
     chart = TaskLifecycle
     observation: TaskObservation
 
-    def _terminal(self, reason: TerminalReason, message: str) -> None:
-        self.reason, self.reason_message = reason, message
-
     def note_job_succeeded(self) -> None:
-        self._terminal(TerminalReason.JOB_SUCCEEDED, f"Job {self.observation.job_name} succeeded")
+        self.note_outcome(
+            TerminalReason.JOB_SUCCEEDED, f"Job {self.observation.job_name} succeeded"
+        )
 
     def note_job_failed(self) -> None:
-        self._terminal(TerminalReason.JOB_FAILED, f"Job {self.observation.job_name} failed")
+        self.note_outcome(TerminalReason.JOB_FAILED, f"Job {self.observation.job_name} failed")
 
     def note_workflow_terminated(self) -> None:
-        self._terminal(
+        self.note_outcome(
             TerminalReason.WORKFLOW_TERMINATED,
             f"Workflow {self.observation.workflow_name} terminated before the Task finished",
         )
@@ -121,11 +140,13 @@ class _PassRecord(PassRecord):
             found = "it was created, then removed before status.jobRef recorded it"
         else:
             found = "the Task is Running, but status.jobRef was never set and no Job exists"
-        self._terminal(
-            TerminalReason.JOB_LOST,
+        message = (
             f"Job {obs.job_name} was lost before its outcome was recorded ({found}); "
-            "a Task runs at most one Job: create a new Task to run it again",
+            "a Task runs at most one Job: create a new Task to run it again"
         )
+        # The phase-change Event says what was found: a lost Job is news to the user.
+        reason = TerminalReason.JOB_LOST
+        self.note_outcome(reason, message, f"{reason.value} ({message})")
 
     def report_workflow_missing(self) -> None:
         name = self.observation.workflow_name
@@ -140,23 +161,41 @@ class _PassRecord(PassRecord):
             "report_input_unusable",
         )
 
+    def report_job_unmakeable(self) -> None:
+        self.report(self.observation.job_unmakeable, "report_job_unmakeable")
+
     def _mpe_message(self) -> str:
-        problem = self.observation.mpe_problem
+        obs = self.observation
+        problem = obs.job_unreadable or obs.mpe_problem
         return f"{MPE_UNAVAILABLE_MESSAGE}: {problem}" if problem else MPE_UNAVAILABLE_MESSAGE
 
-    def report_mpe_pending(self) -> None:
-        self.wait(f"{MPE_UNAVAILABLE_MESSAGE}: waiting for its client to be set up")
+    def _mpe_refused(self) -> None:
+        if self.observation.mpe_refused:
+            # Refused (a revoked token, lost RBAC): the MPE's reconcile says so on its Ready
+            # condition now rather than at its next resync.
+            self.wake_related(WAKE_MPE)
 
-    def await_mpe_client(self) -> None:
+    def wait_for_mpe_client(self) -> None:
+        self.wait(
+            f"{MPE_UNAVAILABLE_MESSAGE}: waiting for its client to be set up", on=WAIT_MPE_CLIENT
+        )
+
+    def wait_for_mpe_client_quietly(self) -> None:
         """A finished Task's housekeeping waits for its MPE's client to be set up (after a
         restart, every finished Task does for a moment): quietly, and without touching the
         recorded outcome's `status.message`, so a restart writes nothing to finished Tasks."""
-        self.wait(f"{MPE_UNAVAILABLE_MESSAGE}: waiting for its client to be set up", quiet=True)
+        self.wait(
+            f"{MPE_UNAVAILABLE_MESSAGE}: waiting for its client to be set up",
+            on=WAIT_MPE_CLIENT,
+            quiet=True,
+        )
 
     def report_mpe_unavailable(self) -> None:
+        self._mpe_refused()
         self.report(self._mpe_message(), "report_mpe_unavailable", outside=True)
 
     def report_cleanup_waiting(self) -> None:
+        self._mpe_refused()
         left = self.observation.cleanup_wait_left
         self.report(
             f"{self._mpe_message()}; the Task's deletion waits {left:.0f}s more for it to clean "
@@ -166,32 +205,75 @@ class _PassRecord(PassRecord):
         )
 
     def note_job_suspended(self) -> None:
-        self.detail = ReadyReason(
-            JOB_SUSPENDED,
-            f"Job {self.observation.job_name} is suspended (spec.suspend): its pods start when "
-            "it is resumed",
+        obs = self.observation
+        message = (
+            f"Job {obs.job_name} is suspended (spec.suspend): its pods start when it is resumed"
         )
+        self.detail = ReadyReason(JOB_SUSPENDED, message)
+        if obs.ready_reason != JOB_SUSPENDED:
+            self.note_event(NORMAL, JOB_SUSPENDED, message)
+
+    def note_job_resumed(self) -> None:
+        self.note_event(NORMAL, "JobResumed", f"Job {self.observation.job_name} was resumed")
 
     def note_job_pods_refused(self) -> None:
         obs = self.observation
-        self.detail = ReadyReason(
-            JOB_PODS_REFUSED,
-            f"the pods of Job {obs.job_name} are refused: {obs.job_pods_refused}",
-        )
+        message = f"the pods of Job {obs.job_name} are refused: {obs.job_pods_refused}"
+        self.detail = ReadyReason(JOB_PODS_REFUSED, message)
+        if obs.ready_reason != JOB_PODS_REFUSED:
+            self.note_event(WARNING, JOB_PODS_REFUSED, message)
 
     def note_job_pods_refused_for_good(self) -> None:
         obs = self.observation
-        self._terminal(
+        self.note_outcome(
             TerminalReason.JOB_PODS_REFUSED,
             f"the pods of Job {obs.job_name} were refused until --job-pods-refused-timeout ran "
             f"out: {obs.job_pods_refused}",
         )
 
+    def note_job_deleted_with_mpe(self) -> None:
+        self.note_event(
+            NORMAL,
+            "JobDeleted",
+            "its MediaProcessingEntity is being deleted; deleted the finished Task's Job "
+            f"{self.observation.job_name} (the outcome stays in status)",
+        )
+
+    def note_job_abandoned(self) -> None:
+        obs = self.observation
+        self._mpe_refused()
+        if obs.mpe_gone and obs.outcome_recorded:
+            # A finished Task deletes its Job while its MPE is being deleted, unless the MPE's
+            # cluster could not be reached (then the MPE has a Warning Event OrphansNotChecked).
+            note = (
+                f"MediaProcessingEntity no longer exists; Job {obs.job_name} went with "
+                "it or, if its cluster could not be reached, is left behind"
+            )
+        elif obs.mpe_gone:
+            note = (
+                f"MediaProcessingEntity no longer exists; Job {obs.job_name} "
+                "(if it exists) is left behind"
+            )
+        else:
+            note = (
+                f"MediaProcessingEntity is not reachable; Job {obs.job_name} "
+                "(if it exists) is left behind"
+            )
+        self.note_event(WARNING, "JobAbandoned", note)
+
+    def note_deleted(self) -> None:
+        self.note_event(NORMAL, "Deleted", "Task finalizer released; the Task is deleted")
+
     def schedule_resync(self) -> None:
-        self.requeue_after = self.observation.resync_seconds
+        self.look_again(self.observation.resync_seconds)
 
     def schedule_pod_check(self) -> None:
-        self.requeue_after = min(POD_CHECK_SECONDS, self.observation.resync_seconds)
+        self.look_again(min(POD_CHECK_SECONDS, self.observation.resync_seconds))
+
+    def schedule_housekeeping(self) -> None:
+        """The outcome was just entered: once it is written, the reconcile that wrote it looks
+        again at once (its own write's watch event wakes nobody) for the housekeeping."""
+        self.look_again(0.0)
 
 
 def _configuration(observation: TaskObservation) -> list[str]:
@@ -219,6 +301,10 @@ TASK_ENGINE: Final = PassEngine(
         phase_of=lambda state, _observation: STATE_PHASES.get(state),
         conditions=compute_conditions,
         stop=_stop,
+        warning_phases=WARNING_PHASES,
+        # The longest forward path (New → Initializing → JobPending → Running → terminal) takes
+        # five passes; the terminal entry ends the reconcile.
+        max_passes=8,
     )
 )
 """The Task chart's pass engine (one reused machine per thread)."""
@@ -226,6 +312,9 @@ TASK_ENGINE: Final = PassEngine(
 
 TaskPassOutcome: TypeAlias = PassOutcome[TerminalReason]
 """A Task pass's outcome (`machines.engine.PassOutcome` with a `TerminalReason`)."""
+
+TaskReconcileOutcome: TypeAlias = ReconcileOutcome[TerminalReason]
+"""A Task reconcile's outcome (`machines.engine.ReconcileOutcome`)."""
 
 
 def run_pass(
@@ -241,3 +330,14 @@ def build_machine(
     """A fresh machine in `observation`'s configuration, without entering it (for tools and
     tests that inspect one). Raises `UnknownPhaseError` for an unknown phase."""
     return TASK_ENGINE.build(observation, model)
+
+
+def reconcile(
+    observe: Callable[[], TaskObservation],
+    model: TaskLifecycleModel,
+    *,
+    now: datetime,
+    apply: Callable[[TaskPassOutcome], None],
+) -> TaskReconcileOutcome:
+    """Take passes while they move the phase forward; never raises (`PassEngine.reconcile`)."""
+    return TASK_ENGINE.reconcile(observe, model, now=now, apply=apply)

@@ -10,7 +10,16 @@ Spec: docs/behaviour.md §3.4-§3.10, with the fixes D3, D6, D18 and D22 of its 
 
 from __future__ import annotations
 
+from machines.task.conditions import JOB_SUSPENDED
 from machines.task.observation import JobState, TaskObservation
+from machines.task.phases import RUNNING
+
+
+def job_expected(observation: TaskObservation) -> bool:
+    """Whether the Task had a Job (whatever the pass found of it): it is Running, its
+    `status.jobRef` is set, or the controller saw the Job before (D18b). A Job missing then is
+    lost; the runtime confirms "missing" from the Job's cluster, never from a cache alone."""
+    return observation.phase == RUNNING or observation.job_ref_set or observation.job_was_seen
 
 
 class ObservationGuards:
@@ -39,16 +48,33 @@ class ObservationGuards:
         return not (observation.mpe_selected and observation.function_selected)
 
     def mpe_unavailable(self, observation: TaskObservation) -> bool:
-        """An MPE is selected but has no ready client (§1.7): the Job cannot be reached."""
-        return observation.mpe_selected and not observation.mpe_ready
+        """An MPE is selected but its cluster cannot be used (§1.7): it has no ready client, or
+        its cluster did not answer this pass's read of the Job. The Job cannot be reached."""
+        return observation.mpe_selected and not (
+            observation.mpe_ready and not observation.job_unreadable
+        )
 
-    def mpe_pending(self, observation: TaskObservation) -> bool:
+    def mpe_client_pending(self, observation: TaskObservation) -> bool:
         """The selected MPE's client is still being set up: wait for it, quietly."""
-        return observation.mpe_selected and not observation.mpe_ready and observation.mpe_pending
+        return (
+            observation.mpe_selected
+            and not observation.mpe_ready
+            and observation.mpe_client_pending
+            and not observation.mpe_gone
+        )
 
     def mpe_gone(self, observation: TaskObservation) -> bool:
         """The selected MPE does not exist any more: nobody can clean up through it (D22)."""
         return observation.mpe_gone
+
+    def mpe_deleting(self, observation: TaskObservation) -> bool:
+        """The selected MPE is being deleted: what the Task keeps in its cluster must go first."""
+        return observation.mpe_deleting
+
+    def mpe_unrecorded(self, observation: TaskObservation) -> bool:
+        """A deleting Task's status names no MPE, but selection finds one (its Job, if the
+        create's answer and the status write were both lost, is there): it is recorded."""
+        return observation.mpe_unrecorded
 
     def cleanup_expired(self, observation: TaskObservation) -> bool:
         """A deleting Task has waited for its unreachable MPE as long as the cleanup bound."""
@@ -66,6 +92,21 @@ class ObservationGuards:
         """The Job is held by `spec.suspend` (its `Suspended` condition is True): nothing runs
         until something resumes it."""
         return observation.job is JobState.SUSPENDED and not observation.job_terminating
+
+    def job_resumed(self, observation: TaskObservation) -> bool:
+        """The Job was suspended (the stored Ready condition says `JobSuspended`) and runs now,
+        its pods not refused: Ready turns True again."""
+        return (
+            observation.ready_reason == JOB_SUSPENDED
+            and observation.job is JobState.ACTIVE
+            and not observation.job_terminating
+            and not observation.job_pods_refused
+        )
+
+    def job_unmakeable(self, observation: TaskObservation) -> bool:
+        """What the Job would be made from does not allow it (its Function is missing or no
+        Function, or it runs on local MPEs only and the MPE is remote): nothing is created."""
+        return bool(observation.job_unmakeable)
 
     def job_pods_refused(self, observation: TaskObservation) -> bool:
         """The Job's pods are refused (Pod Security, an admission policy, a quota): nothing
@@ -103,7 +144,7 @@ class ObservationGuards:
         never made again: a Task UID gets at most one Job."""
         if observation.job is not JobState.ABSENT:
             return False
-        return observation.phase == "Running" or observation.job_ref_set or observation.job_was_seen
+        return job_expected(observation)
 
     def job_still_running(self, observation: TaskObservation) -> bool:
         """The Job is active and nobody has asked to delete it yet (§3.9)."""

@@ -11,11 +11,13 @@ Every callback takes the pass's `TaskObservation` as its only argument.
 - Effects may do I/O and may raise; an exception ends the pass with that error (the driver
   reports it, the phase stays where the failed transition started).
 - Effects that only change the Task's *status* (`record_*`, `select_*`, `adopt_job`,
-  `clear_job_ref`, and the `status.jobRef` written by `create_job_and_secret`) change the
-  reconciler's in-memory copy; the reconciler patches status once at the end of the pass,
-  together with the phase, conditions and message from the `PassOutcome`.
-- Effects on metadata or on other objects (finalizers, labels, owner references, Job, Secret,
-  Task deletion) act on the API server when called.
+  `clear_job_ref`, and the `status.jobRef` written by `create_job_and_secret`) and its
+  metadata (finalizer, owner reference, labels) go into the one patch the runtime collects; it
+  writes the metadata part before any effect that creates or deletes another object (the
+  finalizer is durable before a Job exists) and the status part once at the end of the
+  reconcile, together with the phase, conditions and message from the outcome.
+- Effects on other objects (Job, Secret, Task deletion, the finalizer's removal) act on the API
+  server when called.
 - Every effect is idempotent: a pass may be repeated after a lost status write (F3), so an
   effect finding its work already done succeeds quietly.
 
@@ -34,8 +36,10 @@ GUARD_NAMES: Final = (
     "input_unusable",
     "refs_missing",
     "mpe_unavailable",
-    "mpe_pending",
+    "mpe_client_pending",
     "mpe_gone",
+    "mpe_deleting",
+    "mpe_unrecorded",
     "cleanup_expired",
     "job_ref_set",
     "job_unrecorded",
@@ -43,6 +47,8 @@ GUARD_NAMES: Final = (
     "job_pods_refused_for_good",
     "job_without_pods",
     "job_suspended",
+    "job_resumed",
+    "job_unmakeable",
     "job_succeeded",
     "job_failed",
     "job_vanished",
@@ -69,7 +75,7 @@ EFFECT_NAMES: Final = (
     "record_end_time",
     "delete_job",
     "release_job_finalizer",
-    "abandon_job",
+    "record_reselected_mpe",
     "remove_task_finalizer",
 )
 """Every effect of `TaskLifecycleModel`, in declaration order."""
@@ -101,15 +107,23 @@ class TaskLifecycleModel(Protocol):
         ...
 
     def mpe_unavailable(self, observation: TaskObservation) -> bool:
-        """An MPE is selected but has no ready client."""
+        """An MPE is selected but its cluster cannot be used (no ready client, or no answer)."""
         ...
 
-    def mpe_pending(self, observation: TaskObservation) -> bool:
+    def mpe_client_pending(self, observation: TaskObservation) -> bool:
         """The selected MPE's client is still being set up."""
         ...
 
     def mpe_gone(self, observation: TaskObservation) -> bool:
         """The selected MPE does not exist any more."""
+        ...
+
+    def mpe_deleting(self, observation: TaskObservation) -> bool:
+        """The selected MPE is being deleted."""
+        ...
+
+    def mpe_unrecorded(self, observation: TaskObservation) -> bool:
+        """A deleting Task's status names no MPE, but selection finds the one its Job is in."""
         ...
 
     def cleanup_expired(self, observation: TaskObservation) -> bool:
@@ -138,6 +152,14 @@ class TaskLifecycleModel(Protocol):
 
     def job_suspended(self, observation: TaskObservation) -> bool:
         """The Job is held by `spec.suspend`."""
+        ...
+
+    def job_resumed(self, observation: TaskObservation) -> bool:
+        """The Job was suspended (the stored Ready reason) and runs now."""
+        ...
+
+    def job_unmakeable(self, observation: TaskObservation) -> bool:
+        """What the Job would be made from does not allow it (Function, its kind, local-only)."""
         ...
 
     def job_succeeded(self, observation: TaskObservation) -> bool:
@@ -230,8 +252,8 @@ class TaskLifecycleModel(Protocol):
         """Remove the job-protection finalizer from the observed Job; NotFound: done (D18)."""
         ...
 
-    def abandon_job(self, observation: TaskObservation) -> None:
-        """Report that the Job in an unreachable MPE is left behind as the Task goes (§3.10)."""
+    def record_reselected_mpe(self, observation: TaskObservation) -> None:
+        """Store the MPE selection finds for a deleting Task whose status names none (§3.10)."""
         ...
 
     def remove_task_finalizer(self, observation: TaskObservation) -> None:

@@ -15,15 +15,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from machines.conditions import Condition
+from machines.task.phases import PHASES, TERMINAL_PHASES
 
-PHASES: Final = ("", "Initializing", "JobPending", "Running", "Succeeded", "Failed")
-"""Every value `status.phase` may hold (docs/behaviour.md §1.3; `""` = not set yet)."""
-
-TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
-"""Phases that record the Job's outcome; a terminal phase never goes back (§3.9)."""
+__all__ = ["PHASES", "TERMINAL_PHASES", "JobState", "TaskObservation", "WorkflowState"]
 
 
 class WorkflowState(enum.Enum):
@@ -110,11 +107,11 @@ class TaskObservation:
             "ignored when it has not)."
         ),
     )
-    mpe_pending: bool = field(
+    mpe_client_pending: bool = field(
         default=False,
         metadata=_doc(
-            "It exists and its client is still being set up (neither ready nor failed yet): "
-            "the Task waits quietly, and the MPE's reconcile wakes it."
+            "Its client is still being set up (neither ready nor failed yet): the Task waits "
+            "quietly, and the MPE's reconcile wakes it."
         ),
     )
     mpe_gone: bool = field(
@@ -124,15 +121,37 @@ class TaskObservation:
             "cluster any more."
         ),
     )
+    mpe_deleting: bool = field(
+        default=False,
+        metadata=_doc("It has a `metadata.deletionTimestamp`: it goes once no Task needs it."),
+    )
+    mpe_unrecorded: bool = field(
+        default=False,
+        metadata=_doc(
+            "The Task is being deleted and its status names no MPE, but selection finds one "
+            "(the one its Job would be in; the other MPE fields describe it)."
+        ),
+    )
     mpe_problem: str = field(
         default="",
+        metadata=_doc('Why it cannot be used: its Ready message (`""` when unknown).'),
+    )
+    mpe_refused: bool = field(
+        default=False,
         metadata=_doc(
-            "Why it cannot be used: its Ready message, or this pass's failed Job read "
-            '(`""` when unknown).'
+            "Its cluster refused this pass's read of the Job (401/403): the MPE's own "
+            "reconcile is asked to look at it now."
         ),
     )
     job_name: str = field(
         default="", metadata=_doc("The Task's deterministic Job name, used in status messages.")
+    )
+    job_unreadable: str = field(
+        default="",
+        metadata=_doc(
+            "Why this pass could not read the Job from its cluster (`\"\"` when it could): "
+            "nothing is known of the Job, and the MPE counts as unavailable."
+        ),
     )
     job: JobState = field(
         default=JobState.ABSENT,
@@ -168,14 +187,23 @@ class TaskObservation:
             "a refusal is noticed without waiting for the resync."
         ),
     )
+    job_unmakeable: str = field(
+        default="",
+        metadata=_doc(
+            "Why no Job can be made for the Task (its Function is missing or not a Function, "
+            "or it runs on local MPEs only and the MPE is remote); `\"\"` when one can, or "
+            "when the Task is not about to make one."
+        ),
+    )
     job_ref_uid: str = field(
         default="", metadata=_doc('`status.jobRef.uid` (`""` when jobRef is unset).')
     )
     job_was_seen: bool = field(
         default=False,
         metadata=_doc(
-            "The controller saw a Job under that name before (it created it, or its watch "
-            "delivered it): a missing Job was lost, not never made (D18b)."
+            "This process saw a Job under that name before (it created it, or read it): a "
+            "missing Job was lost, not never made (D18b). Process memory: a restart, a new "
+            "leader or a bucket handover starts without it (docs/lifecycle.md)."
         ),
     )
     cleanup_wait_left: float = field(
@@ -194,6 +222,13 @@ class TaskObservation:
     )
     conditions: tuple[Condition, ...] = field(
         default=(), metadata=_doc("`status.conditions` as persisted, in order.")
+    )
+    ready_reason: str = field(
+        default="",
+        metadata=_doc(
+            "The reason of the persisted `Ready` condition (`JobSuspended`, `JobPodsRefused`, "
+            "...): whether a Job's suspension or refusal is news for an Event."
+        ),
     )
 
     def __post_init__(self) -> None:

@@ -29,12 +29,14 @@ within the pass that decides it).
 
 from __future__ import annotations
 
-from typing import Final, cast
+from collections.abc import Mapping
+from typing import ClassVar, Final, cast
 
 from statemachine import State, StateChart
 
 from machines.engine import PassRecord
 from machines.workflow.observation import WorkflowObservation
+from machines.workflow.phases import PHASE_STATES, STATE_PHASES
 
 # Events: what the watch loop observed, derived from the observation by `events_for`.
 DELETION_REQUESTED: Final = "deletion_requested"
@@ -44,6 +46,7 @@ TASKS_UNLISTED: Final = "tasks_unlisted"
 TASKS_COUNTED: Final = "tasks_counted"
 TASK_FAILED: Final = "task_failed"
 OBSERVED: Final = "observed"
+SETTLED: Final = "settled"
 
 
 class WorkflowLifecycle(StateChart[PassRecord]):
@@ -52,12 +55,14 @@ class WorkflowLifecycle(StateChart[PassRecord]):
     Within a state, transitions for the same event are tried in declaration order and the
     first whose guards all hold is taken. Effects run as `before` actions, so an effect that
     raises aborts its transition (the state does not change) and becomes `error.execution`,
-    which every non-final state handles with `record_error`.
+    which every non-final state handles with `report_error`.
 
     A pass sends `task_failed` before `observed`, so a Workflow that fails in a pass never
     goes on to AwaitingCompletion or Succeeded in that pass (D20): the Terminated states
     ignore `observed`.
     """
+
+    state_phases: ClassVar[Mapping[str, str]] = STATE_PHASES
 
     # Same engine settings as the Task lifecycle (machines/task/chart.py explains each).
     atomic_configuration_update = True
@@ -105,6 +110,10 @@ class WorkflowLifecycle(StateChart[PassRecord]):
         task_failed = started.to(
             terminated.failed, cond="failure_fails_workflow", on="note_task_failed"
         )
+        # Last in every pass: a Workflow that may still change is looked at again after the
+        # resync period even without events (a missed Task event); a terminated or deleting
+        # one only on events.
+        settled = cast(State, started).to(None, on="schedule_resync")
 
     deleting = State("Deleting")
     finalized = State("Finalized", final=True)
@@ -119,30 +128,16 @@ class WorkflowLifecycle(StateChart[PassRecord]):
     tasks_counted = cast(State, live).to(None, before="record_task_counts") | deleting.to(
         None, before="record_task_counts"
     )
-    error_execution = cast(State, live).to(None, on="record_error") | deleting.to(
-        None, on="record_error"
+    error_execution = cast(State, live).to(None, on="report_error") | deleting.to(
+        None, on="report_error"
     )
 
     # Deletion waits until no Task is active; each Task deletes itself meanwhile (§3.11).
     observed = (
         deleting.to(finalized, unless="finalizer_present")
         | deleting.to(None, cond="tasks_active", on="report_tasks_active")
-        | deleting.to(finalized, before="remove_workflow_finalizer")
+        | deleting.to(finalized, before="remove_workflow_finalizer", on="note_deleted")
     )
-
-
-PHASE_STATES: Final = {
-    "": "new",
-    "Initializing": "initializing",
-    "Running": "running",
-    "AwaitingCompletion": "awaiting_completion",
-    "Succeeded": "succeeded",
-    "Failed": "failed",
-}
-"""`status.phase` → state id. `""` is no valid state value for the library, hence the map."""
-
-STATE_PHASES: Final = {state_id: phase for phase, state_id in PHASE_STATES.items()}
-"""State id → `status.phase`, for the six phase states only."""
 
 
 def configuration_for(state_id: str) -> list[str]:
@@ -171,7 +166,8 @@ def events_for(observation: WorkflowObservation) -> tuple[str, ...]:
     Deletion first (a terminating Workflow gets no finalizer or labels), then the
     finalizer and the labels, then the Task count: a failed list ends the pass there (D20).
     `task_failed` precedes `observed` so Failed wins over any phase step of the same pass.
-    The driver stops early when a pass ends in error.
+    `settled` comes last and decides when to look again. The driver stops early when a pass
+    ends in error.
     """
     events: list[str] = []
     if observation.deletion_requested:
@@ -189,5 +185,5 @@ def events_for(observation: WorkflowObservation) -> tuple[str, ...]:
         events.append(TASKS_COUNTED)
     if observation.failed and not observation.deletion_requested:
         events.append(TASK_FAILED)
-    events.append(OBSERVED)
+    events += [OBSERVED, SETTLED]
     return tuple(events)

@@ -11,38 +11,44 @@ work queue to come back then, nothing sleeps). Level-triggered like the Task dri
 (`machines.task.driver`): the next pass starts again from what is persisted.
 
 Guards and effects resolve on the model (through the engine's `ModelBinding`); verdicts
-(`note_*`, `schedule_completion_check`, `report_*`, `record_error`) on `_PassRecord`, the
-machine's own model: bookkeeping of the pass's reason, error and wait.
+(`note_*`, `schedule_*`, `report_*`) on `_PassRecord`, the machine's own model: decisions on
+the pass's reason, error, Events and when to look again.
 
 Spec: docs/behaviour.md §4.3 with D20 and D23.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final, TypeAlias
 
 from statemachine import State
 from statemachine.orderedset import OrderedSet
 
-from machines.engine import ChartSpec, PassEngine, PassOutcome, PassRecord
-from machines.workflow.chart import (
-    STATE_PHASES,
-    WorkflowLifecycle,
-    configuration_for_phase,
-    events_for,
+from machines.engine import (
+    NORMAL,
+    ChartSpec,
+    PassEngine,
+    PassOutcome,
+    PassRecord,
+    ReconcileOutcome,
 )
+from machines.workflow.chart import WorkflowLifecycle, configuration_for_phase, events_for
 from machines.workflow.conditions import WorkflowReason, compute_workflow_conditions
 from machines.workflow.model import EFFECT_NAMES, GUARD_NAMES, WorkflowLifecycleModel
 from machines.workflow.observation import WorkflowObservation
+from machines.workflow.phases import STATE_PHASES, WARNING_PHASES
 
 VERDICT_NAMES: Final = (
     "note_task_failed",
     "note_completed",
+    "note_deleted",
     "schedule_completion_check",
+    "schedule_resync",
     "report_list_error",
     "report_tasks_active",
-    "record_error",
+    "report_error",
 )
 """Actions resolved on the pass record rather than the model: they decide, they do no I/O."""
 
@@ -65,24 +71,34 @@ class _PassRecord(PassRecord):
             text = f"Task {listed} failed and its jobFailurePolicy is FailWorkflow"
         else:
             text = f"Tasks {listed} failed and their jobFailurePolicy is FailWorkflow"
-        self.reason, self.reason_message = WorkflowReason.TASK_FAILED, text
-        self.requeue_after = None
+        self._outcome(WorkflowReason.TASK_FAILED, text)
 
     def note_completed(self) -> None:
         o = self.observation
-        self.reason = WorkflowReason.TASKS_COMPLETED
-        self.reason_message = (
+        self._outcome(
+            WorkflowReason.TASKS_COMPLETED,
             f"{o.total} Tasks terminated ({o.succeeded} succeeded, {o.failed} failed) and "
-            f"none was added within {o.waiting_seconds:g}s"
+            f"none was added within {o.waiting_seconds:g}s",
         )
-        self.requeue_after = None
+
+    def _outcome(self, reason: WorkflowReason, message: str) -> None:
+        # The phase-change Event says why, with the condition's message.
+        self.note_outcome(reason, message, f"{reason.value}: {message}")
+
+    def note_deleted(self) -> None:
+        self.note_event(
+            NORMAL, "Deleted", "no Task is active any more; Workflow finalizer released"
+        )
 
     def schedule_completion_check(self, source: State) -> None:
         # Entering AwaitingCompletion stamps endTime now: the whole wait lies ahead. Staying
         # there: what is left of it. Either way the Workflow is looked at again when it is due.
         o = self.observation
-        wait = o.waiting_seconds if source.id == "running" else o.remaining_wait
-        self.requeue_after = wait
+        self.look_again(o.waiting_seconds if source.id == "running" else o.remaining_wait)
+
+    def schedule_resync(self) -> None:
+        if self.observation.resync_seconds is not None:
+            self.look_again(self.observation.resync_seconds)
 
     def report_list_error(self) -> None:
         self.report(f"failed to list Tasks: {self.observation.list_error}", "report_list_error")
@@ -113,12 +129,19 @@ WORKFLOW_ENGINE: Final = PassEngine(
         phase_of=_phase_of,
         conditions=compute_workflow_conditions,
         stop=_stop,
+        warning_phases=WARNING_PHASES,
+        # The longest path (New → Initializing → Running → AwaitingCompletion → Succeeded with a
+        # zero wait) takes five passes.
+        max_passes=6,
     )
 )
 """The Workflow chart's pass engine (one reused machine per thread)."""
 
 WorkflowPassOutcome: TypeAlias = PassOutcome[WorkflowReason]
 """A Workflow pass's outcome (`machines.engine.PassOutcome` with a `WorkflowReason`)."""
+
+WorkflowReconcileOutcome: TypeAlias = ReconcileOutcome[WorkflowReason]
+"""A Workflow reconcile's outcome (`machines.engine.ReconcileOutcome`)."""
 
 
 def run_pass(
@@ -130,3 +153,14 @@ def run_pass(
     CRD's enum keeps such values out in practice).
     """
     return WORKFLOW_ENGINE.run(observation, model, now=now)
+
+
+def reconcile(
+    observe: Callable[[], WorkflowObservation],
+    model: WorkflowLifecycleModel,
+    *,
+    now: datetime,
+    apply: Callable[[WorkflowPassOutcome], None],
+) -> WorkflowReconcileOutcome:
+    """Take passes while they move the phase forward; never raises (`PassEngine.reconcile`)."""
+    return WORKFLOW_ENGINE.reconcile(observe, model, now=now, apply=apply)

@@ -20,12 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from machines.conditions import Condition
+from machines.workflow.phases import PHASES, TERMINAL_PHASES
 
-PHASES: Final = ("", "Initializing", "Running", "AwaitingCompletion", "Succeeded", "Failed")
-"""Every value `status.phase` may hold (docs/behaviour.md §1.4; `""` = not set yet)."""
-
-TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
-"""Phases after which the Workflow never changes again; its active Tasks then fail (§3.11)."""
+__all__ = [
+    "DEFAULT_WAITING_SECONDS",
+    "FAIL_WORKFLOW",
+    "IGNORE",
+    "JOB_FAILURE_ACTIONS",
+    "PHASES",
+    "TERMINAL_PHASES",
+    "WorkflowObservation",
+]
 
 FAIL_WORKFLOW: Final = "FailWorkflow"
 IGNORE: Final = "Ignore"
@@ -104,6 +109,13 @@ class WorkflowObservation:
         default=DEFAULT_WAITING_SECONDS,
         metadata=_doc(
             "`workflowTerminationWaitingDuration`: how long AwaitingCompletion waits for new Tasks."
+        ),
+    )
+    resync_seconds: float | None = field(
+        default=None,
+        metadata=_doc(
+            "How long a Workflow that may still change waits for events before it is looked at "
+            "again (`--resync-period`; None: only on events)."
         ),
     )
     conditions: tuple[Condition, ...] = field(

@@ -55,6 +55,8 @@ _EXPECT_KEYS = {
     "finalized",
     "transitions",
     "requeue_after",
+    "events",
+    "wake",
 }
 
 
@@ -145,6 +147,9 @@ class FakeModel(ObservationGuards):
 
     def sim_remove_task_finalizer(self) -> None:
         self.world["has_finalizer"] = False
+
+    def sim_record_reselected_mpe(self) -> None:
+        self.world["mpe_unrecorded"] = False  # status names it from now on
 
 
 def _effect(name: str) -> Any:
@@ -289,6 +294,10 @@ def _check_expectations(
         assert list(outcome.transitions) == list(expect["transitions"]), (
             f"{where}: transitions {list(outcome.transitions)}"
         )
+    if "events" in expect:
+        got_events = [f"{e.type}/{e.reason}" for e in outcome.events]
+        assert got_events == list(expect["events"]), f"{where}: events {got_events}"
+    assert list(outcome.wake) == list(expect.get("wake", [])), f"{where}: wake {outcome.wake}"
 
 
 def run_scenario(scenario: Mapping[str, Any]) -> list[PassOutcome]:
@@ -312,6 +321,8 @@ def run_scenario(scenario: Mapping[str, Any]) -> list[PassOutcome]:
         # finalized, so a scenario ends there).
         world["phase"] = outcome.phase
         world["conditions"] = outcome.conditions
+        ready = next((c for c in outcome.conditions if c.type == "Ready"), None)
+        world["ready_reason"] = ready.reason if ready is not None else ""
         outcomes.append(outcome)
         if outcome.finalized:
             assert step == len(scenario["passes"]), "no pass after the Task is finalized"

@@ -88,12 +88,12 @@ def test_configuration_restores_ancestors() -> None:
 @pytest.mark.parametrize(
     ("fields", "events"),
     [
-        ({}, ("finalizer_missing", "labels_missing", "tasks_counted", "observed")),
-        (SET_UP, ("observed",)),
+        ({}, ("finalizer_missing", "labels_missing", "tasks_counted", "observed", "settled")),
+        (SET_UP, ("observed", "settled")),
         ({**SET_UP, "list_error": "x"}, ("tasks_unlisted",)),
-        ({**SET_UP, "total": 1, "failed": 1}, ("task_failed", "observed")),
-        ({**SET_UP, "counts_recorded": False}, ("tasks_counted", "observed")),
-        ({**SET_UP, "deletion_requested": True}, ("deletion_requested", "observed")),
+        ({**SET_UP, "total": 1, "failed": 1}, ("task_failed", "observed", "settled")),
+        ({**SET_UP, "counts_recorded": False}, ("tasks_counted", "observed", "settled")),
+        ({**SET_UP, "deletion_requested": True}, ("deletion_requested", "observed", "settled")),
         ({"deletion_requested": True, "labels_set": False}, ("deletion_requested", "observed")),
         (
             {
@@ -103,7 +103,7 @@ def test_configuration_restores_ancestors() -> None:
                 "failed": 1,
                 "fatal_failures": ("t",),
             },
-            ("deletion_requested", "observed"),
+            ("deletion_requested", "observed", "settled"),
         ),
         (
             {**SET_UP, "deletion_requested": True, "list_error": "x"},

@@ -244,6 +244,7 @@ SCENARIOS: list[dict[str, Any]] = [
                         "live --labels_missing--> (stays)",
                         "live --tasks_counted--> (stays)",
                         "new --observed--> initializing",
+                        "started --settled--> (stays)",
                     ],
                 }
             },
@@ -327,7 +328,10 @@ SCENARIOS: list[dict[str, Any]] = [
             {
                 "expect": {
                     "phase": "Running",
-                    "transitions": ["awaiting_completion --observed [not end_time_set]--> running"],
+                    "transitions": [
+                        "awaiting_completion --observed [not end_time_set]--> running",
+                        "started --settled--> (stays)",
+                    ],
                 }
             },
             {
@@ -368,7 +372,10 @@ SCENARIOS: list[dict[str, Any]] = [
                 "expect": {
                     "phase": "Running",
                     "effects": ["record_task_counts"],
-                    "transitions": ["live --tasks_counted--> (stays)"],
+                    "transitions": [
+                        "live --tasks_counted--> (stays)",
+                        "started --settled--> (stays)",
+                    ],
                 },
             },
             {
