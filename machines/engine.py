@@ -105,6 +105,8 @@ class PassOutcome(Generic[R]):
         reason_note: what the phase-change Event says of that reason (`""`: nothing).
         conditions: `status.conditions` to persist.
         events: the Events the chart decided on in this pass, in order.
+        detail: a further verdict of the chart on the object's status (the Task chart: why
+            `Ready` is False; the MPE chart: its `Ready` verdict), as the conditions saw it.
         transitions: keys (`machines.catalog`) of the transitions taken, in order.
         waiting: set (the status message) when the chart decided to wait quietly for
             something that announces itself (an MPE client being set up): no error, no
@@ -130,6 +132,7 @@ class PassOutcome(Generic[R]):
     reason_note: str = ""
     conditions: tuple[Condition, ...] = ()
     events: tuple[EventNote, ...] = ()
+    detail: Any = None
     transitions: tuple[str, ...] = ()
     waiting: str = ""
     waiting_quietly: bool = False
@@ -233,10 +236,17 @@ class PassRecord:
         self.reason, self.reason_message = reason, message
         self.reason_note = event_text or str(getattr(reason, "value", reason))
 
-    def report(self, message: str, action: str, *, outside: bool = False) -> None:
+    def report(
+        self,
+        message: str,
+        action: str,
+        *,
+        outside: bool = False,
+        exception: BaseException | None = None,
+    ) -> None:
         """Verdict helper: end the pass with an error the chart decided on (no I/O);
-        ``outside``: see `PassError`."""
-        self.errors.append(PassError(message, action=action, outside=outside))
+        ``outside``: see `PassError`; ``exception``: what raised, when the verdict words it."""
+        self.errors.append(PassError(message, action=action, exception=exception, outside=outside))
 
     def after_transition(self, transition: Transition) -> None:
         self.taken.append(transition_key(transition, self.chart))
@@ -569,6 +579,7 @@ class PassEngine:
             reason_note=record.reason_note,
             conditions=conditions,
             events=tuple(record.events),
+            detail=record.detail,
             transitions=tuple(record.taken),
             waiting="" if record.errors else record.waiting,
             waiting_quietly=record.quiet and not record.errors,

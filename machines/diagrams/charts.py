@@ -1,8 +1,8 @@
-"""The lifecycle statecharts as the renderers see them: `TASK` and `WORKFLOW`.
+"""The lifecycle statecharts as the renderers see them: `TASK`, `WORKFLOW` and `MPE`.
 
 Where this sits in the flow: `machines.diagrams.graph` draws any chart described by a `Chart`,
 `machines.diagrams.render` writes each one's diagrams and docs blocks. This module only
-describes the two charts (which class, which phases, which model protocol documents the guards
+describes the three charts (which class, which phases, which model protocol documents the guards
 and effects, which observation documents its fields), so the renderers import the charts and
 never the other way round.
 """
@@ -15,15 +15,18 @@ from dataclasses import dataclass
 from typing import Final
 
 from machines.catalog import ChartClass
+from machines.mpe import chart as mpe_chart
+from machines.mpe import model as mpe_model
+from machines.mpe import observation as mpe_observation
 from machines.task import chart as task_chart
-from machines.task import phases as task_phases
 from machines.task import model as task_model
 from machines.task import observation as task_observation
+from machines.task import phases as task_phases
 from machines.task.conditions import TerminalReason
 from machines.workflow import chart as workflow_chart
-from machines.workflow import phases as workflow_phases
 from machines.workflow import model as workflow_model
 from machines.workflow import observation as workflow_observation
+from machines.workflow import phases as workflow_phases
 from machines.workflow.conditions import WorkflowReason
 
 
@@ -85,3 +88,15 @@ WORKFLOW: Final = Chart(
     },
 )
 """The Workflow lifecycle as the renderers see it."""
+
+MPE: Final = Chart(
+    machine=mpe_chart.MpeLifecycle,
+    phase_states={},
+    title="MediaProcessingEntity lifecycle (machines/mpe/chart.py)",
+    model=mpe_model.MpeLifecycleModel,
+    guard_names=mpe_model.GUARD_NAMES,
+    effect_names=mpe_model.EFFECT_NAMES,
+    field_docs=mpe_observation.field_docs,
+)
+"""The MediaProcessingEntity lifecycle as the renderers see it (it has no phases: no user
+view)."""

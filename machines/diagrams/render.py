@@ -10,10 +10,11 @@ Where this sits in the flow: a developer changes `machines/task/chart.py` (or
 
 Each chart has its `Outputs`: the Task lifecycle (`TASK`, the default of every function:
 `diagrams/task-lifecycle.*`, its user view `diagrams/task-phases.*` (the README's picture, and
-the overview of `taskfsm ui`), `docs/lifecycle.md`) and the Workflow lifecycle (`WORKFLOW`:
-`diagrams/workflow-lifecycle.*`, `diagrams/workflow-phases.*`, `docs/workflow-lifecycle.md`);
-`charts()` lists them by name. Writing and checking from the command line cover every chart
-unless `--chart` picks one.
+the overview of `taskfsm ui`), `docs/lifecycle.md`), the Workflow lifecycle (`WORKFLOW`:
+`diagrams/workflow-lifecycle.*`, `diagrams/workflow-phases.*`, `docs/workflow-lifecycle.md`)
+and the MediaProcessingEntity lifecycle (`MPE`: `diagrams/mpe-lifecycle.*`,
+`docs/mpe-lifecycle.md`); `charts()` lists them by name. Writing and checking from the command
+line cover every chart unless `--chart` picks one.
 
 The CLI (`taskfsm diagram`, `taskfsm explain`) wraps `write_all`, `stale_files` and
 `render`. The freshness tests compare the text forms (Mermaid, DOT, the docs blocks) with a
@@ -34,6 +35,7 @@ from typing import Final
 import graphviz
 
 from machines.diagrams import graph as diagram
+from machines.diagrams.charts import MPE as MPE_CHART
 from machines.diagrams.charts import TASK as TASK_CHART
 from machines.diagrams.charts import WORKFLOW as WORKFLOW_CHART
 from machines.diagrams.charts import Chart
@@ -45,6 +47,8 @@ DIAGRAM_STEM: Final = "diagrams/task-lifecycle"
 DOCS_PATH: Final = "docs/lifecycle.md"
 WORKFLOW_DIAGRAM_STEM: Final = "diagrams/workflow-lifecycle"
 WORKFLOW_DOCS_PATH: Final = "docs/workflow-lifecycle.md"
+MPE_DIAGRAM_STEM: Final = "diagrams/mpe-lifecycle"
+MPE_DOCS_PATH: Final = "docs/mpe-lifecycle.md"
 PHASES_STEM: Final = "diagrams/task-phases"
 WORKFLOW_PHASES_STEM: Final = "diagrams/workflow-phases"
 
@@ -102,10 +106,13 @@ WORKFLOW: Final = Outputs(
 )
 """The Workflow lifecycle's outputs."""
 
+MPE: Final = Outputs(MPE_CHART, MPE_DIAGRAM_STEM, MPE_DOCS_PATH, _doc_blocks(MPE_CHART))
+"""The MediaProcessingEntity lifecycle's outputs (no user view: it has no phases)."""
+
 
 def charts() -> dict[str, Outputs]:
     """Every chart's outputs, by the name `--chart` takes."""
-    return {"task": TASK, "workflow": WORKFLOW}
+    return {"task": TASK, "workflow": WORKFLOW, "mpe": MPE}
 
 
 def render_phases(fmt: str, chart: Chart = TASK_CHART) -> bytes:
@@ -215,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root")
     parser.add_argument(
         "--chart",
-        choices=("task", "workflow"),
+        choices=("task", "workflow", "mpe"),
         help="one chart only (default: every chart; the Task chart for --highlight)",
     )
     parser.add_argument("--check", action="store_true", help="only report stale files")

@@ -196,9 +196,9 @@ class TaskLifecycle(StateChart[PassRecord]):
     # write were both lost) records the MPE selection finds again: its Job would be there, and
     # a deletion that waits for that MPE knows where to look next time. (A Task with an unknown
     # phase starts in Deleting and cleans up there without recording it.)
-    deletion_requested = live.to(
+    deletion_requested = cast(State, live).to(
         deleting, cond="mpe_unrecorded", before="record_reselected_mpe"
-    ) | live.to(deleting)
+    ) | cast(State, live).to(deleting)
     finalizer_missing = cast(State, live).to(None, before="add_task_finalizer")
     workflow_missing = cast(State, live).to(None, on="report_workflow_missing")
     # D9: delete the Task and stop; the next pass sees its deletionTimestamp.

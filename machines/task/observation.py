@@ -149,7 +149,7 @@ class TaskObservation:
     job_unreadable: str = field(
         default="",
         metadata=_doc(
-            "Why this pass could not read the Job from its cluster (`\"\"` when it could): "
+            'Why this pass could not read the Job from its cluster (`""` when it could): '
             "nothing is known of the Job, and the MPE counts as unavailable."
         ),
     )
@@ -191,7 +191,7 @@ class TaskObservation:
         default="",
         metadata=_doc(
             "Why no Job can be made for the Task (its Function is missing or not a Function, "
-            "or it runs on local MPEs only and the MPE is remote); `\"\"` when one can, or "
+            'or it runs on local MPEs only and the MPE is remote); `""` when one can, or '
             "when the Task is not about to make one."
         ),
     )

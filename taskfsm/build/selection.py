@@ -320,3 +320,35 @@ def _default_mpe(namespace: str, catalog: Catalog) -> tuple[dict[str, Any] | Non
         if defaults:
             return _newest(defaults), source
     return None, ""
+
+
+def job_function(task: Mapping[str, Any], catalog: Catalog) -> dict[str, Any]:
+    """The Function (or ClusterFunction) ``status.functionRef`` names, for making the Job.
+
+    Raises:
+        SelectionError: it does not exist, or the reference names no Function kind.
+    """
+    namespace = task["metadata"]["namespace"]
+    ref = (task.get("status") or {}).get("functionRef") or {}
+    kind = ref.get("kind") or c.KIND_FUNCTION
+    function = catalog.get(kind, ref.get("namespace") or namespace, ref.get("name") or "")
+    if function is None:
+        raise SelectionError(FUNCTION.not_found(kind, ref.get("name", "")))
+    if ref.get("kind") not in FUNCTION.allowed():
+        raise SelectionError("functionRef does not reference a Function or ClusterFunction")
+    return function
+
+
+def job_refusal(task: Mapping[str, Any], catalog: Catalog, *, remote: bool) -> str:
+    """Why no Job may be made for ``task`` from what its status chose ("" when one may): its
+    Function is missing or not a Function, or it runs on local MPEs only
+    (``localMediaProcessingEntitiesOnly``) and the chosen MPE is ``remote`` (§3.7 step 1)."""
+    try:
+        function = job_function(task, catalog)
+    except SelectionError as exc:
+        return str(exc)
+    if (function.get("spec") or {}).get("localMediaProcessingEntitiesOnly") and remote:
+        return (
+            "localMediaProcessingEntitiesOnly is true, but selected MediaProcessingEntity is remote"
+        )
+    return ""

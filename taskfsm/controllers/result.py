@@ -61,3 +61,9 @@ def is_conflict(exc: BaseException | None) -> bool:
     A normal race, retried from a fresh read without a Warning Event."""
     failure = api_failure(exc)
     return isinstance(failure, Conflict) and not isinstance(failure, AlreadyExists)
+
+
+AT_ONCE = 0.001
+"""The requeue of a key to be looked at again at once (a chart's "look again after 0 s"): the
+work queue takes a key back after this delay, while ``requeue_after`` 0 would mean "only on the
+next event"."""

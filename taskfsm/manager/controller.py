@@ -1,19 +1,22 @@
 """The controller process: watches → work queues → reconcile workers, plus leader election,
 metrics, probes and graceful shutdown. ``taskfsm run`` and the demo build one :class:`Controller`.
 
-Data flow (controller-runtime's source → handler → queue → reconcile):
+Data flow (controller-runtime's source → handler → queue → reconcile; docs/architecture.md):
 
 * informers of the main cluster (:class:`taskfsm.kube.cache.Caches`) and one Job informer per
-  MediaProcessingEntity namespace (:class:`taskfsm.controllers.mpe.registry.MpeRegistry`) turn
-  every event into the key of the Task it concerns (Task events: the Task; Workflow events: its
-  Tasks; Job events: the Task named by the Job's labels; Function/TaskTemplate/MediaLocation
-  events: the Tasks of that namespace still before Running);
-* the Task queue (:class:`taskfsm.manager.queue.WorkQueue`) de-duplicates keys and hands each to
-  one of ``workers`` threads running
-  :meth:`taskfsm.controllers.task.reconciler.TaskReconciler.reconcile`;
-* MediaProcessingEntity events go to their own queue and reconcile
-  (:mod:`taskfsm.controllers.mpe.reconciler`); an MPE becoming ready requeues the Tasks waiting
-  for it.
+  MediaProcessingEntity namespace (:class:`taskfsm.controllers.clusters.registry.MpeRegistry`)
+  turn every event into the key of the object it concerns (:mod:`taskfsm.controllers.task.
+  watch`, :mod:`taskfsm.controllers.workflow.watch`, Job events: the Task named by the Job's
+  labels);
+* the work queues (:class:`taskfsm.manager.queue.WorkQueue`) de-duplicate keys and hand each to
+  a worker (:mod:`taskfsm.manager.workers`) running its controller's reconcile: the Task, the
+  Workflow and the MediaProcessingEntity reconciler, each the pipeline read → observe → pass →
+  effects → write → requeue around its chart;
+* this module wires the controllers to each other without either importing the other: a Task
+  waiting for an MPE's client is woken by that MPE's reconcile
+  (:class:`taskfsm.controllers.clusters.waiters.MpeWaiters`), a Task whose MPE's cluster refused
+  it queues that MPE's reconcile, an MPE's reconcile asks which Tasks use it
+  (:class:`taskfsm.controllers.task.index.TaskIndex`) and wakes them when it becomes usable.
 
 Who works on which key (:mod:`taskfsm.manager.ownership`): without leader election, or with the
 one Lease, this replica does everything; with ``--buckets`` above 1 only the keys of the bucket
@@ -31,18 +34,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.api.config import NatsConfiguration
+from taskfsm.controllers.clusters.cluster import MpeKey, key_of, ref_of_key
+from taskfsm.controllers.clusters.registry import MpeRegistry
+from taskfsm.controllers.clusters.waiters import MpeWaiters
 from taskfsm.controllers.mpe.reconciler import MpeReconciler, mpe_key_string, parse_mpe_key
-from taskfsm.controllers.mpe.registry import MpeKey, MpeRegistry, key_of
-from taskfsm.controllers.mpe.waiters import MpeWaiters
 from taskfsm.controllers.result import Result
+from taskfsm.controllers.task.effects import JobSettings
+from taskfsm.controllers.task.index import TaskIndex, task_key
 from taskfsm.controllers.task.orphans import OrphanCollector
-from taskfsm.controllers.task.reconciler import TaskReconciler
-from taskfsm.controllers.task.watch import MPE_KINDS, TaskWatch, task_key
+from taskfsm.controllers.task.reconciler import MpeSignals, build_reconciler
+from taskfsm.controllers.task.seen_jobs import SeenJobs
+from taskfsm.controllers.task.watch import MPE_KINDS, TaskWatch
 from taskfsm.controllers.workflow.reconciler import CONTROLLER_LABEL as WORKFLOW_CONTROLLER
 from taskfsm.controllers.workflow.reconciler import WorkflowReconciler
 from taskfsm.controllers.workflow.watch import WorkflowWatch
@@ -51,17 +56,16 @@ from taskfsm.kube.cache import Caches
 from taskfsm.kube.client import ApiClient
 from taskfsm.kube.events import EventRecorder
 from taskfsm.kube.informer import EventHandler
-from taskfsm.kube.kubeconfig import STRICT as STRICT_KUBECONFIGS
-from taskfsm.kube.kubeconfig import KubeconfigPolicy
 from taskfsm.kube.leader import LeaderElector
 from taskfsm.kube.rest import Rest
-from taskfsm.manager import logs
+from taskfsm.manager import workers
 from taskfsm.manager.metrics import CONTROLLER, Metrics
 from taskfsm.manager.metrics_auth import MetricsAuthorizer
 from taskfsm.manager.ownership import MPE_BUCKET, Ownership
-from taskfsm.manager.queue import QueueMetrics, ShutDown, WorkQueue
+from taskfsm.manager.queue import QueueMetrics, WorkQueue
 from taskfsm.manager.server import EndpointServer
 from taskfsm.manager.serving_cert import ServingCertificate
+from taskfsm.manager.settings import CONTROLLERS, Settings, check
 
 log = logging.getLogger(__name__)
 
@@ -72,82 +76,7 @@ make one Workflow reconcile (its counters are at most this much behind)."""
 MPE_CONTROLLER = "mediaprocessingentity"
 """The ``controller`` label of the MediaProcessingEntity reconcile's metrics."""
 
-GATE_RECHECK_SECONDS = 0.5
-"""With ``--buckets``: how soon a key is taken again whose bucket's write gate was closed while
-this replica still held its Lease (its renewal late; taskfsm/kube/buckets.py)."""
-
-CONTROLLERS = ("task", "workflow", "mpe")
-"""What ``--controllers`` may name: the Task controller, the Workflow controller and the
-MediaProcessingEntity status controller (finalizer, Ready/Failed). Without ``mpe`` the MPE
-clients are still built, for the Tasks, but nothing is written to the MPEs."""
-
-
-@dataclass
-class Settings:
-    """Controller settings (``taskfsm run`` flags map onto these)."""
-
-    workers: int = 4
-    """Concurrent Task reconciles (one per Task at a time)."""
-    namespace: str | None = None
-    """Watch one namespace only; None watches all."""
-    resync_seconds: float = 300.0
-    """A Task whose Job may still change is reconciled at least this often without events."""
-    watch_timeout: float = 240.0
-    """Server-side watch duration (s); a dead connection is noticed within this plus
-    ``read_margin``."""
-    read_margin: float = 30.0
-    watch_max_backoff: float = 30.0
-    """Cap (s) on the wait before re-opening a failing watch (jittered to 0.5-1.5 times)."""
-    metrics_address: str | None = ":8080"
-    """``host:port`` for /metrics; None disables it."""
-    health_address: str | None = ":8081"
-    """``host:port`` for /healthz and /readyz; None disables them."""
-    leader_election: bool = False
-    lease_namespace: str = "default"
-    lease_name: str = "taskfsm-task-controller"
-    identity: str = ""
-    lease_duration: float = 15.0
-    """Leader election (s): a follower takes a Lease not renewed for this long."""
-    renew_deadline: float = 10.0
-    """Leader election (s): a leader whose renewal is not answered within this long after the
-    previous one gives up (and exits); writes need a renewal sent less than this long ago."""
-    retry_period: float = 2.0
-    """Leader election (s): pause between renewals and between acquisition attempts."""
-    cache_sync_timeout: float = 120.0
-    shutdown_timeout: float = 30.0
-    """Seconds in-flight reconciles get to finish on shutdown."""
-    nats: NatsConfiguration | None = None
-    cleanup_timeout: float = 120.0
-    """Seconds a deleting Task keeps retrying to clean up its Job in an unreachable
-    MediaProcessingEntity before it abandons the Job (Warning Event ``JobAbandoned``)."""
-    workflow_termination_waiting: float = 20.0
-    """``workflowTerminationWaitingDuration`` (s): how long a Workflow with no active Task waits."""
-    job_ttl_seconds: int = 86400
-    """``ttlSecondsAfterFinished`` of every Job: how long a finished Job (and its logs) stays."""
-    job_pods_refused_timeout: float = 600.0
-    """Seconds a Running Task waits while its Job's pods are refused (Pod Security, an
-    admission policy, a quota) before it fails with ``JobPodsRefused``; 0 waits for ever."""
-    orphan_sweep_seconds: float = 60.0
-    """How often Jobs and Secrets of Tasks that are gone are looked for
-    (:mod:`taskfsm.controllers.task.orphans`); they are also found on every reconcile of their
-    Task's key."""
-    api_error_max_backoff: float = 30.0
-    """Cap (s) on the retry backoff of reconciles that failed because the API was unreachable
-    or refused (other errors back off up to ~16 min)."""
-    buckets: int = 1
-    """Keys are split into this many buckets, each owned through a Lease of its own
-    (``taskfsm-bucket-<i>-of-<B>``), so several replicas work at once; 1: one leader (or none,
-    without leader election) does everything. Above 1 needs ``leader_election``."""
-    controllers: frozenset[str] = frozenset(CONTROLLERS)
-    """Which of :data:`CONTROLLERS` run."""
-    metrics_secure: bool = False
-    """Serve ``/metrics`` over HTTPS to callers the API server authenticates and authorizes
-    (:mod:`taskfsm.manager.metrics_auth`)."""
-    metrics_cert_dir: str | None = None
-    """``tls.crt`` and ``tls.key`` for the secure metrics endpoint; None: self-signed."""
-    kubeconfig_policy: KubeconfigPolicy = STRICT_KUBECONFIGS
-    """What ClusterMediaProcessingEntities' kubeconfigs may hold beyond the allow-list of
-    :mod:`taskfsm.kube.kubeconfig` (a namespaced MPE's never may: docs/security.md)."""
+__all__ = ["CONTROLLERS", "Controller", "Settings", "default_identity"]
 
 
 class Controller:
@@ -186,7 +115,7 @@ class Controller:
             self.rest, namespace=self.settings.namespace, informer_options=informer_options
         )
         self.events = EventRecorder(self.rest)
-        self._check_settings()
+        check(self.settings)
         self.ownership = Ownership(self.settings.buckets)
         self.queue = WorkQueue(metrics=self._queue_metrics(CONTROLLER))
         self.mpe_queue = WorkQueue(
@@ -203,6 +132,9 @@ class Controller:
             watch_namespace=self.settings.namespace,
         )
         self.waiters = MpeWaiters(self._add_task)
+        self.task_index = TaskIndex(self.caches.informers[c.KIND_TASK])
+        self.seen_jobs = SeenJobs()
+        self.seen_jobs.watch(self.caches.informers[c.KIND_TASK])
         self.orphans = OrphanCollector(
             rest=self.rest,
             registry=self.registry,
@@ -212,29 +144,31 @@ class Controller:
             owns=self.ownership.owns,
             scope=self.ownership.scope,
         )
-        self.reconciler = TaskReconciler(
+        s = self.settings
+        self.reconciler = build_reconciler(
             rest=self.rest,
             caches=self.caches,
-            mpes=self.registry,
+            registry=self.registry,
             events=self.events,
-            nats=self.settings.nats,
-            on_job_created=self.metrics.job_creation_latency.observe,
-            resync_seconds=self.settings.resync_seconds,
-            cleanup_timeout=self.settings.cleanup_timeout,
-            job_ttl_seconds=self.settings.job_ttl_seconds,
-            job_pods_refused_timeout=self.settings.job_pods_refused_timeout,
+            signals=MpeSignals(wait=self._wait_for_mpe, recheck=self._recheck_mpe),
+            seen=self.seen_jobs,
             orphans=self.orphans,
-            waiters=self.waiters,
+            job=JobSettings(ttl_seconds=s.job_ttl_seconds, nats=s.nats),
+            resync_seconds=s.resync_seconds,
+            cleanup_timeout=s.cleanup_timeout,
+            job_pods_refused_timeout=s.job_pods_refused_timeout,
+            on_job_created=self.metrics.job_creation_latency.observe,
         )
         self.mpe_reconciler = MpeReconciler(
             rest=self.rest,
             registry=self.registry,
             events=self.events,
             get=self.caches.get,
-            tasks_using=lambda key: self.task_watch.tasks_using(key),
+            tasks_using=self.task_index.using,
             on_ready=self._mpe_ready,
             collect_orphans=self.orphans.collect_cluster,
-            cleanup_timeout=self.settings.cleanup_timeout,
+            resync_seconds=s.mpe_resync_seconds,
+            cleanup_timeout=s.cleanup_timeout,
             manages_status=self._manages_mpe_status,
         )
         self.workflow_queue = WorkQueue(metrics=self._queue_metrics(WORKFLOW_CONTROLLER))
@@ -242,10 +176,10 @@ class Controller:
             rest=self.rest,
             caches=self.caches,
             events=self.events,
-            waiting_seconds=self.settings.workflow_termination_waiting,
-            resync_seconds=self.settings.resync_seconds,
+            waiting_seconds=s.workflow_termination_waiting,
+            resync_seconds=s.resync_seconds,
         )
-        self.task_watch = TaskWatch(self.caches, self._add_task, self.reconciler.forget_jobs_of)
+        self.task_watch = TaskWatch(self.caches, self.task_index, self._add_task)
         self.workflow_watch = WorkflowWatch(
             self.caches, self._add_workflow, self._add_workflow_soon
         )
@@ -347,18 +281,6 @@ class Controller:
             self._start_workers()
         return self
 
-    def _check_settings(self) -> None:
-        s = self.settings
-        unknown = sorted(set(s.controllers) - set(CONTROLLERS))
-        if unknown:
-            raise ValueError(
-                f"unknown controller(s) {', '.join(unknown)}: choose from {', '.join(CONTROLLERS)}"
-            )
-        if s.buckets < 1:
-            raise ValueError(f"buckets must be at least 1, got {s.buckets}")
-        if s.buckets > 1 and not s.leader_election:
-            raise ValueError("buckets above 1 need leader election (--leader-elect)")
-
     def _start_workers(self) -> None:
         if self._stop_requested.is_set():
             return
@@ -373,8 +295,9 @@ class Controller:
         for key in self.workflow_watch.cached_keys():
             self._add_workflow(key)
         # Task workers start at once: a Task whose MPE client is still being set up waits for
-        # it quietly and is woken by the MPE reconcile (taskfsm.controllers.mpe.waiters), not by
-        # a timeout. The MPE worker runs whatever --controllers says: the Tasks need the clients.
+        # it quietly and is woken by the MPE reconcile (taskfsm.controllers.clusters.waiters),
+        # not by a timeout. The MPE worker runs whatever --controllers says: the Tasks need the
+        # clients.
         self._spawn(self._mpe_worker, "mpe-worker")
         enabled = self.settings.controllers
         if "task" in enabled:
@@ -513,92 +436,62 @@ class Controller:
 
     # -- workers ---------------------------------------------------------------------------------
 
+    def _run(self, worker: workers.Worker) -> None:
+        workers.run(
+            worker,
+            ownership=self.ownership,
+            metrics=self.metrics,
+            stop=self._stop_requested,
+            api_error_max_backoff=self.settings.api_error_max_backoff,
+        )
+
     def _task_worker(self) -> None:
-        self._work(self.queue, self.reconciler.reconcile, CONTROLLER, self.ownership.bucket)
+        self._run(
+            workers.Worker(self.queue, self.reconciler.reconcile, CONTROLLER, self.ownership.bucket)
+        )
 
     def _workflow_worker(self) -> None:
-        self._work(
-            self.workflow_queue,
-            self.workflow_reconciler.reconcile,
-            WORKFLOW_CONTROLLER,
-            self.ownership.bucket,
+        self._run(
+            workers.Worker(
+                self.workflow_queue,
+                self.workflow_reconciler.reconcile,
+                WORKFLOW_CONTROLLER,
+                self.ownership.bucket,
+            )
         )
 
     def _mpe_worker(self) -> None:
         # Every replica reconciles every MPE (its clients); only bucket 0's holder writes.
-        self._work(
-            self.mpe_queue, self._reconcile_mpe, MPE_CONTROLLER, self._mpe_bucket, owned_only=False
+        self._run(
+            workers.Worker(
+                self.mpe_queue, self._reconcile_mpe, MPE_CONTROLLER, self._mpe_bucket, False
+            )
         )
 
     def _reconcile_mpe(self, text_key: str) -> Result:
         """The MPE reconcile, then wake the Tasks waiting for that MPE's client: it is ready,
-        failed or gone now, and each of them decides again (taskfsm.controllers.mpe.waiters)."""
+        failed or gone now, and each of them decides again (controllers.clusters.waiters)."""
         try:
             return self.mpe_reconciler.reconcile(text_key)
         finally:
             self.waiters.wake(parse_mpe_key(text_key))
 
-    def _work(
-        self,
-        queue: WorkQueue,
-        reconcile: Callable[[str], Result],
-        controller: str,
-        bucket_of_key: Callable[[str], int | None],
-        *,
-        owned_only: bool = True,
-    ) -> None:
-        """One worker: take a key, reconcile it, record the metrics, requeue as the result says.
+    # -- between the controllers -----------------------------------------------------------------
 
-        ``bucket_of_key``: the bucket whose Lease gates the reconcile's writes (None: the one
-        Lease, or none); with ``owned_only`` a key whose bucket this replica does not hold
-        (any more) is dropped unreconciled: its holder works on it."""
-        m = self.metrics
-        while True:
-            try:
-                key = queue.get()
-            except ShutDown:
-                return
-            if key is None:
-                continue
-            if self._stop_requested.is_set():  # shutting down: take no new work
-                queue.done(key)
-                return
-            bucket = bucket_of_key(key)
-            if owned_only and not self.ownership.holds(bucket):
-                queue.forget(key)
-                queue.done(key)
-                if self.ownership.leads(bucket):  # a renewal is late: the gate may reopen
-                    queue.add_after(key, GATE_RECHECK_SECONDS)
-                continue
-            m.active_workers.labels(controller).inc()
-            logs.bind(key=key, reconcile_id=uuid.uuid4().hex[:12])
-            if bucket is not None:
-                logs.bind(bucket=bucket)
-            log.debug("reconcile", extra={"controller": controller})
-            started = time.monotonic()
-            try:
-                with self.ownership.scope_bucket(bucket):
-                    result = reconcile(key)
-                m.reconcile_time.labels(controller).observe(time.monotonic() - started)
-                outcome = (
-                    "error"
-                    if result.error
-                    else ("requeue_after" if result.requeue_after else "success")
-                )
-                m.reconcile_total.labels(controller, outcome).inc()
-                if result.error:
-                    m.reconcile_errors.labels(controller).inc()
-                if result.error:
-                    cap = self.settings.api_error_max_backoff if result.transient else None
-                    queue.add_rate_limited(key, max_delay=cap, min_delay=result.retry_after)
-                else:
-                    queue.forget(key)
-                    if result.requeue_after:
-                        queue.add_after(key, result.requeue_after)
-            finally:
-                logs.clear()
-                m.active_workers.labels(controller).dec()
-                queue.done(key)
+    def _wait_for_mpe(self, mpe: MpeKey, task: str) -> bool:
+        """Register Task ``task`` as waiting for ``mpe``'s client; False when it is no longer
+        being set up (ready or failed meanwhile: the Task decides again now). Registering first
+        and checking second leaves no gap in which a wake-up could be missed."""
+        self.waiters.add(mpe, task)
+        if self.registry.pending(ref_of_key(mpe)):
+            return True
+        self.waiters.discard(mpe, task)
+        return False
+
+    def _recheck_mpe(self, mpe: MpeKey) -> None:
+        """A Task's read was refused by ``mpe``'s cluster: its reconcile says so on its Ready
+        condition now rather than at its next resync."""
+        self.mpe_queue.add(mpe_key_string(mpe))
 
     # -- event handlers (informer threads) -------------------------------------------------------
 
@@ -631,8 +524,7 @@ class Controller:
     def _mpe_ready(self, key: MpeKey) -> None:
         """An MPE became usable: its Tasks go on, and its cluster is searched for orphans."""
         self.task_watch.requeue_tasks_of(key)
-        kind, namespace, name = key
-        cluster = self.registry.get({"kind": kind, "namespace": namespace, "name": name})
+        cluster = self.registry.get(ref_of_key(key))
         if cluster is not None:  # its Job watch has (re)synced: children of gone Tasks go now
             self.orphans.sweep([cluster])
 

@@ -33,14 +33,16 @@ gate is that bucket's Lease and two replicas never race to delete the same child
 exception is :meth:`OrphanCollector.collect_cluster` for a MediaProcessingEntity about to go:
 its single manager (the holder of bucket 0) clears every key there, since no client will reach
 that cluster afterwards; a concurrent collection by a key's holder is harmless (UID
-preconditions, NotFound and Conflict are quiet).
+preconditions, NotFound and Conflict are quiet). (The Jobs that finished Tasks keep there are
+not orphans: each Task deletes its own once its MPE is being deleted, a transition of the Task
+chart, and the MPE waits for that.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +50,13 @@ from taskfsm.api import constants as c
 from taskfsm.build import jobs
 from taskfsm.kube import finalizers
 from taskfsm.kube.errors import Conflict, KubeError, NotFound
-from taskfsm.kube.events import NORMAL, WARNING, EventRecorder
+from taskfsm.kube.events import WARNING, EventRecorder
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
 
 if TYPE_CHECKING:
-    from taskfsm.controllers.mpe.registry import MpeCluster, MpeRegistry
+    from taskfsm.controllers.clusters.cluster import MpeCluster
+    from taskfsm.controllers.clusters.registry import MpeRegistry
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +64,6 @@ TASK_INDEX = "task"
 """Index of a Job cache by the ``namespace/name`` of the Task its labels name."""
 
 ORPHAN_EVENT_REASON = "OrphanDeleted"
-KEPT_JOB_EVENT_REASON = "JobDeleted"
-"""A finished Task's Job deleted because its MediaProcessingEntity goes (a Normal Event)."""
 
 
 def task_key_of(obj: dict[str, Any]) -> str | None:
@@ -152,41 +153,18 @@ class OrphanCollector:
                 continue  # the cache was behind: this Job is the current Task's
             self._delete_job(cluster, key, job)
 
-    def collect_cluster(self, cluster: MpeCluster, tasks: Iterable[dict[str, Any]] = ()) -> None:
-        """Delete every orphaned Job and Secret in ``cluster`` now, and the Jobs (with their
-        Secrets) that the finished ones of ``tasks`` (the Tasks using the MediaProcessingEntity)
-        keep there: the MPE is about to go, and nothing may be left behind where no client will
-        reach it any more -- a finished Task deleted later could not delete its Job.
+    def collect_cluster(self, cluster: MpeCluster) -> None:
+        """Delete every orphaned Job and Secret in ``cluster`` now: the MPE is about to go, and
+        nothing may be left behind where no client will reach it any more.
 
         Raises:
             KubeError: an API request failed.
         """
-        for task in tasks:
-            self._collect_kept_job(cluster, task)
         keys = {_trusted_key(cluster, job) for job in cluster.jobs.list()}
         for key in sorted(k for k in keys if k is not None):
             namespace, name = key.split("/", 1)
             self.collect(key, self.cached_task(namespace, name), [cluster])
         self._sweep_secrets(cluster, every_key=True)
-
-    def _collect_kept_job(self, cluster: MpeCluster, task: dict[str, Any]) -> None:
-        """Delete the Job a finished Task keeps in ``cluster`` (its outcome stays recorded)."""
-        job = cluster.cached_job((task.get("status") or {}).get("jobRef") or {})
-        if job is None or not _finished(task):
-            return
-        meta = task["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        current = self._fresh_task(meta["namespace"], meta["name"])
-        if current is None or not _finished(current) or not belongs_to(job, current):
-            return  # gone (then an orphan, collected next), or not what the cache showed
-        self._delete_job(
-            cluster,
-            key,
-            job,
-            reason=KEPT_JOB_EVENT_REASON,
-            note="its MediaProcessingEntity is being deleted; deleted the finished Task's "
-            "{kind} {where} (the outcome stays in status)",
-        )
 
     # -- periodic sweep ---------------------------------------------------------------------------
 
@@ -243,30 +221,20 @@ class OrphanCollector:
         except NotFound:
             return None
 
-    def _delete_job(self, cluster: MpeCluster, key: str, job: dict[str, Any], **event: str) -> None:
-        """Release and delete ``job``, then its Secret; ``event``: see :meth:`_delete`."""
+    def _delete_job(self, cluster: MpeCluster, key: str, job: dict[str, Any]) -> None:
+        """Release and delete ``job``, then its Secret."""
         released = finalizers.remove(cluster.rest, JOBS, job, c.FINALIZER_JOB_PROTECTION)
-        self._delete(cluster, JOBS, key, released or job, **event)
+        self._delete(cluster, JOBS, key, released or job)
         meta = job["metadata"]
         try:  # the Secret is owned by the Job, so the garbage collector takes it too; be sure
             secret = cluster.rest.get(SECRETS, meta["namespace"], meta["name"])
         except NotFound:
             return
         if task_key_of(secret) == key:
-            self._delete(cluster, SECRETS, key, secret, **event)
+            self._delete(cluster, SECRETS, key, secret)
 
-    def _delete(
-        self,
-        cluster: MpeCluster,
-        res: Any,
-        key: str,
-        obj: dict[str, Any],
-        *,
-        reason: str = ORPHAN_EVENT_REASON,
-        note: str = "Task {key} no longer exists; deleted its orphaned {kind} {where}",
-    ) -> None:
-        """Delete ``obj`` (UID precondition), log it and record ``reason`` on its Task with
-        ``note`` (``{key}``, ``{kind}`` and ``{where}`` filled in)."""
+    def _delete(self, cluster: MpeCluster, res: Any, key: str, obj: dict[str, Any]) -> None:
+        """Delete ``obj`` (UID precondition), log it and record ``OrphanDeleted`` on its Task."""
         meta = obj["metadata"]
         try:
             cluster.rest.delete(
@@ -278,8 +246,7 @@ class OrphanCollector:
         namespace, name = key.split("/", 1)
         where = _where(cluster, obj)
         log.warning(
-            "deleted an orphaned child" if reason == ORPHAN_EVENT_REASON else "deleted a kept Job",
-            extra={"task": key, "child": f"{res.kind} {where}"},
+            "deleted an orphaned child", extra={"task": key, "child": f"{res.kind} {where}"}
         )
         self.events.record(
             {
@@ -287,9 +254,9 @@ class OrphanCollector:
                 "kind": c.KIND_TASK,
                 "metadata": {"namespace": namespace, "name": name},
             },
-            WARNING if reason == ORPHAN_EVENT_REASON else NORMAL,
-            reason,
-            note.format(key=key, kind=res.kind, where=where),
+            WARNING,
+            ORPHAN_EVENT_REASON,
+            f"Task {key} no longer exists; deleted its orphaned {res.kind} {where}",
         )
 
 
@@ -303,7 +270,3 @@ def _where(cluster: MpeCluster, obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
     remote = f" in cluster {cluster.cluster_id}" if cluster.remote else ""
     return f"{meta['namespace']}/{meta['name']}{remote}"
-
-
-def _finished(task: dict[str, Any]) -> bool:
-    return (task.get("status") or {}).get("phase") in (c.TaskPhase.SUCCEEDED, c.TaskPhase.FAILED)

@@ -3,27 +3,30 @@
 The manager registers these handlers on the informers before they start; each turns an event
 into the keys of the Tasks it may concern and queues them (docs/behaviour.md §3.1):
 
-* a Task event: that Task (a delete also forgets what this process remembered of it), unless it
-  is the version this process wrote itself (controller-runtime's predicates do the same job: a
-  reconcile that needs to go on after its own write asks for it, docs/behaviour.md §3.2);
+* a Task event: that Task, unless it is the version this process wrote itself
+  (controller-runtime's predicates do the same job: a reconcile that needs to go on after its
+  own write asks for it, docs/behaviour.md §3.2);
 * a Workflow event that changes whether it exists, is being deleted or has terminated: the Tasks
   whose `spec.workflowRef` names it (counter and condition updates of the Workflow controller
   change none of that, and re-queuing every Task on each of them made reconciles grow with the
   square of a Workflow's size);
 * a Function, TaskTemplate, MediaLocation or MediaProcessingEntity event: the Tasks of that
-  namespace (all namespaces for a cluster kind) still before Running, which may be waiting for it;
-* an MPE whose client became ready: the Tasks whose status names it.
+  namespace (all namespaces for a cluster kind) still before Running, which may be waiting for
+  it; and an MPE that starts being deleted: the Tasks whose status names it (a finished one
+  deletes the Job it keeps there, the Task chart's `mpe_deleting`).
 
-Every lookup goes through an index of the Task cache, so an event costs the same whatever else
-the cache holds.
+Every lookup goes through an index of the Task cache (:mod:`taskfsm.controllers.task.index`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from taskfsm.api import constants as c
+from taskfsm.controllers.task.index import TaskIndex, task_key
+from taskfsm.kube.informer import DELETED
 from taskfsm.kube.resources import TASKS
 
 if TYPE_CHECKING:
@@ -39,77 +42,24 @@ DEPENDENCY_KINDS: Final = (
     c.KIND_MEDIA_LOCATION,
     c.KIND_CLUSTER_MEDIA_LOCATION,
 )
-PRE_RUNNING: Final = ("", c.TaskPhase.INITIALIZING, c.TaskPhase.JOB_PENDING)
-
-BY_WORKFLOW: Final = "workflow-ref"
-"""Task cache index: `namespace/spec.workflowRef.name`."""
-BY_MPE: Final = "mpe-ref"
-"""Task cache index: `kind/namespace/name` of `status.mediaProcessingEntityRef`."""
-PRE_RUNNING_BY_NAMESPACE: Final = "pre-running"
-"""Task cache index: the namespace of every Task still before Running."""
-PRE_RUNNING_ALL: Final = "pre-running-all"
-"""Task cache index: one value (`*`) for every Task still before Running."""
-
-
-def task_key(obj: dict[str, Any]) -> str:
-    meta = obj["metadata"]
-    return f"{meta['namespace']}/{meta['name']}"
-
-
-def mpe_ref_key(kind: str, namespace: str, name: str) -> str:
-    return f"{kind}/{namespace}/{name}"
-
-
-def _workflow_of(task: dict[str, Any]) -> str | None:
-    name = ((task.get("spec") or {}).get("workflowRef") or {}).get("name")
-    namespace = (task.get("metadata") or {}).get("namespace")
-    return f"{namespace}/{name}" if name and namespace else None
-
-
-def _mpe_of(task: dict[str, Any]) -> str | None:
-    ref = (task.get("status") or {}).get("mediaProcessingEntityRef") or {}
-    if not ref.get("name"):
-        return None
-    if ref.get("kind") != c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY and ref.get("namespace") != (
-        task.get("metadata") or {}
-    ).get("namespace"):
-        return None  # not one selection writes: it holds no other namespace's MPE back
-    return mpe_ref_key(ref.get("kind") or "", ref.get("namespace") or "", ref["name"])
-
-
-def _pre_running(task: dict[str, Any]) -> bool:
-    return ((task.get("status") or {}).get("phase") or "") in PRE_RUNNING
-
-
-def _pre_running_namespace(task: dict[str, Any]) -> str | None:
-    return (task.get("metadata") or {}).get("namespace") if _pre_running(task) else None
-
-
-def _pre_running_all(task: dict[str, Any]) -> str | None:
-    return "*" if _pre_running(task) else None
 
 
 class TaskWatch:
     """The Task controller's event handlers.
 
     Args:
-        caches: the main cluster's informers (the Task informer gets the indexes above).
+        caches: the main cluster's informers.
+        index: the Task cache's indexes.
         enqueue: queues a Task key.
-        forget: called with the UID of a Task seen deleted (what the reconciler remembered of it).
     """
 
-    def __init__(
-        self, caches: Caches, enqueue: Callable[[str], None], forget: Callable[[str], None]
-    ) -> None:
+    def __init__(self, caches: Caches, index: TaskIndex, enqueue: Callable[[str], None]) -> None:
         self.caches = caches
+        self.index = index
         self.enqueue = enqueue
-        self.forget = forget
         self._workflow_facts: dict[str, tuple[Any, ...]] = {}
-        tasks = caches.informers[c.KIND_TASK]
-        tasks.index(BY_WORKFLOW, _workflow_of)
-        tasks.index(BY_MPE, _mpe_of)
-        tasks.index(PRE_RUNNING_BY_NAMESPACE, _pre_running_namespace)
-        tasks.index(PRE_RUNNING_ALL, _pre_running_all)
+        self._deleting_mpes: set[tuple[str, str, str]] = set()
+        self._lock = threading.Lock()
 
     def register(self) -> None:
         """Add the handlers (before the informers start, to see their first lists)."""
@@ -118,13 +68,14 @@ class TaskWatch:
         informers[c.KIND_WORKFLOW].add_handler(self.on_workflow)
         for kind in DEPENDENCY_KINDS:
             informers[kind].add_handler(self.on_dependency)
+        for kind in MPE_KINDS:
+            informers[kind].add_handler(self._mpe_handler(kind))
 
     def on_task(self, event: str, task: dict[str, Any]) -> None:
         meta = task["metadata"]
         written = ("main", TASKS.plural, meta["namespace"], meta["name"])
-        if event == "DELETED":
+        if event == DELETED:
             self.caches.written.gone(written)
-            self.forget(meta.get("uid") or "")
         elif self.caches.written.seen(written, task):
             return  # our own write coming back: the reconcile that wrote it knew it already
         self.enqueue(task_key(task))
@@ -135,32 +86,40 @@ class TaskWatch:
         facts = (
             meta.get("uid"),
             bool(meta.get("deletionTimestamp")),
-            ((workflow.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed"),
+            ((workflow.get("status") or {}).get("phase") or "") in c.WORKFLOW_TERMINAL_PHASES,
         )
-        if event == "DELETED":
-            self._workflow_facts.pop(key, None)
-        elif self._workflow_facts.get(key) == facts:
-            return
-        else:
-            self._workflow_facts[key] = facts
-        for task in self.caches.informers[c.KIND_TASK].by_index(BY_WORKFLOW, key):
+        with self._lock:
+            if event == DELETED:
+                self._workflow_facts.pop(key, None)
+            elif self._workflow_facts.get(key) == facts:
+                return
+            else:
+                self._workflow_facts[key] = facts
+        for task in self.index.of_workflow(key):
             self.enqueue(task_key(task))
 
     def on_dependency(self, _event: str, obj: dict[str, Any]) -> None:
         namespace = (obj.get("metadata") or {}).get("namespace")  # None for cluster kinds: all
-        tasks = self.caches.informers[c.KIND_TASK]
-        found = (
-            tasks.by_index(PRE_RUNNING_BY_NAMESPACE, namespace)
-            if namespace
-            else tasks.by_index(PRE_RUNNING_ALL, "*")
-        )
-        for task in found:
+        for task in self.index.pre_running(namespace):
             self.enqueue(task_key(task))
 
-    def tasks_using(self, mpe: tuple[str, str, str]) -> list[dict[str, Any]]:
-        """The cached Tasks whose `status.mediaProcessingEntityRef` names the MPE `mpe`."""
-        return self.caches.informers[c.KIND_TASK].by_index(BY_MPE, mpe_ref_key(*mpe))
+    def _mpe_handler(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        def handler(event: str, mpe: dict[str, Any]) -> None:
+            meta = mpe.get("metadata") or {}
+            key = (kind, meta.get("namespace") or "", meta.get("name") or "")
+            deleting = event != DELETED and bool(meta.get("deletionTimestamp"))
+            with self._lock:
+                news = deleting and key not in self._deleting_mpes
+                if deleting:
+                    self._deleting_mpes.add(key)
+                else:
+                    self._deleting_mpes.discard(key)
+            if news:
+                self.requeue_tasks_of(key)
+
+        return handler
 
     def requeue_tasks_of(self, mpe: tuple[str, str, str]) -> None:
-        for task in self.tasks_using(mpe):
+        """Queue the Tasks whose status names the MPE `mpe`."""
+        for task in self.index.using(mpe):
             self.enqueue(task_key(task))

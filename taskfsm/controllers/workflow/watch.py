@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.workflow.reconciler import task_workflow_key, workflow_key
+from taskfsm.controllers.workflow.tasks import task_workflow_key, workflow_key
 from taskfsm.kube.resources import WORKFLOWS
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The Job event predicate of the MPE registry: which Job watch events wake their Task.
+"""The Job event predicate of the MPE clusters' Job watches: which events wake their Task.
 
 A Task reads only a few facts of its Job (UID, deletion, job-protection, outcome); events that
 change none of them, and the events of versions the Task's own reconcile wrote and announced
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.mpe.registry import MpeRegistry, _SharedWatch
+from taskfsm.controllers.clusters.watches import JobWatches, SharedWatch
 
 
 def job(
@@ -53,17 +53,18 @@ TENANT_MPE = (c.KIND_MEDIA_PROCESSING_ENTITY, "ns", "own")
 OTHER_TENANT_MPE = (c.KIND_MEDIA_PROCESSING_ENTITY, "other", "theirs")
 
 
-def registry(*users: tuple[str, str, str]) -> tuple[MpeRegistry, list[str]]:
-    """A registry whose two Job watches (LOCAL, REMOTE) serve ``users`` (default: a
+def registry(*users: tuple[str, str, str]) -> tuple[JobWatches, list[str]]:
+    """Two Job watches (LOCAL, REMOTE) serving ``users`` (default: a
     ClusterMediaProcessingEntity, which may serve Tasks of any namespace)."""
     woken: list[str] = []
-    reg = MpeRegistry(
-        None,  # type: ignore[arg-type]  # the predicate never talks to the API
+    reg = JobWatches(
         on_job_event=woken.append,
-        rest_factory=lambda _api: None,  # type: ignore[arg-type,return-value]  # not used here
+        on_mpe_event=lambda _key: None,
+        retired_by=lambda _watch_key: [],
+        informer_options={},
     )
     for watch_key in (LOCAL, REMOTE):
-        reg._watches[watch_key] = _SharedWatch(None, set(users or [CLUSTER_MPE]))  # type: ignore[arg-type]  # the predicate never reads the informer
+        reg._watches[watch_key] = SharedWatch(None, set(users or [CLUSTER_MPE]))  # type: ignore[arg-type]  # the predicate never reads the informer
     return reg, woken
 
 

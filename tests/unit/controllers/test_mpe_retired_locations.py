@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.mpe.registry import MpeCluster, MpeRegistry, _SharedWatch
+from taskfsm.controllers.clusters.cluster import MpeCluster
+from taskfsm.controllers.clusters.registry import MpeRegistry
+from taskfsm.controllers.clusters.watches import SharedWatch
 
 KEY = (c.KIND_MEDIA_PROCESSING_ENTITY, "ns", "m")
 REF = {"kind": KEY[0], "namespace": KEY[1], "name": KEY[2]}
@@ -36,9 +38,9 @@ def job(namespace: str, name: str, uid: str) -> dict[str, Any]:
 def cluster(reg: MpeRegistry, cluster_id: str, namespace: str, jobs: FakeJobs) -> MpeCluster:
     """A cluster of MPE ``KEY`` whose Job watch is registered (as ``sync`` would)."""
     watch_key = (cluster_id, namespace, "")
-    shared = _SharedWatch(jobs)  # type: ignore[arg-type]  # a fake informer
+    shared = SharedWatch(jobs)  # type: ignore[arg-type]  # a fake informer
     shared.users.add(KEY)
-    reg._watches[watch_key] = shared
+    reg.jobs._watches[watch_key] = shared
     return MpeCluster(KEY, None, namespace, False, jobs, (1,), cluster_id, watch_key)  # type: ignore[arg-type]  # no Rest needed
 
 
@@ -85,9 +87,9 @@ def test_a_job_deleted_in_an_earlier_location_requeues_the_mpe():
     old = cluster(reg, "main", "old", FakeJobs())
     reg._clusters[KEY] = cluster(reg, "main", "new", FakeJobs())
     reg._retire_locked(old)
-    reg._job_event(old.watch_key, "MODIFIED", job("old", "t-1", "u1"))
+    reg.jobs._job_event(old.watch_key, "MODIFIED", job("old", "t-1", "u1"))
     assert requeued == []
-    reg._job_event(old.watch_key, "DELETED", job("old", "t-1", "u1"))
+    reg.jobs._job_event(old.watch_key, "DELETED", job("old", "t-1", "u1"))
     assert requeued == [KEY]
 
 

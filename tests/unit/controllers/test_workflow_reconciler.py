@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.workflow.reconciler import (
-    WorkflowReconciler,
-    count_tasks,
+from taskfsm.controllers.workflow.reconciler import WorkflowReconciler
+from taskfsm.controllers.workflow.tasks import (
+    WorkflowTasks,
     job_failure_action,
     task_workflow_key,
 )
@@ -194,17 +194,18 @@ class World:
 # -- pure helpers ----------------------------------------------------------------------------
 
 
-def test_count_tasks_by_phase_and_policy() -> None:
-    count = count_tasks(
-        [
-            task("a"),
-            task("b", "Running"),
-            task("c", "Succeeded"),
-            task("d", "Failed"),
-            task("e", "Failed", policy="Ignore"),
-            task("f", "Failed", policy="FailWorkflow"),
-        ]
-    )
+def test_tasks_are_counted_by_phase_and_policy_through_the_cache_indexes() -> None:
+    informer = FakeInformer()
+    for each in (
+        task("a"),
+        task("b", "Running"),
+        task("c", "Succeeded"),
+        task("d", "Failed"),
+        task("e", "Failed", policy="Ignore"),
+        task("f", "Failed", policy="FailWorkflow"),
+    ):
+        informer.objects[(NS, each["metadata"]["name"])] = each
+    count = WorkflowTasks(informer).count(NS, "wf")  # type: ignore[arg-type]  # a fake informer
     assert (count.total, count.active, count.succeeded, count.failed) == (6, 2, 1, 3)
     assert count.fatal_failures == ("d", "f")
 

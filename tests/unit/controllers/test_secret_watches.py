@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
-from taskfsm.controllers.mpe.registry import _NamedObjectRest, secret_metadata
+from taskfsm.controllers.clusters.watches import NamedObjectRest, secret_metadata
 from taskfsm.kube.rest import SECRETS, Rest
 
 
@@ -39,7 +39,7 @@ def test_secret_watch_lists_and_watches_one_secret_by_name():
     """Issue 12 item 13: the Secret informer's lists and watches carry a metadata.name field
     selector (the namespace's other Secrets are never listed)."""
     calls: list[tuple[str, dict[str, Any]]] = []
-    rest = _NamedObjectRest(Rest(client.ApiClient()), "kc")
+    rest = NamedObjectRest(Rest(client.ApiClient()), "kc")
 
     def request(method: str, res: Any, path: str, **options: Any) -> Any:
         calls.append((path, options.get("query") or {}))

@@ -1,0 +1,154 @@
+"""The MediaProcessingEntity lifecycle's effects: the model the MPE chart's engine calls.
+
+Guards come from ``machines.mpe.guards.MpeObservationGuards``; this class adds the effects, on
+the MPE's ports (:class:`MpePorts`): the main cluster (its finalizer), the MPE client registry
+(connect, keep, retire, forget; the reachability clock), the Tasks using it, and the orphan
+collection. None calls back into the reconciler.
+
+Spec: docs/behaviour.md §1.7 and §4.2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from machines.mpe.guards import MpeObservationGuards
+from machines.mpe.observation import MpeObservation
+from taskfsm.api import constants as c
+from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeKey, ref_of_key
+from taskfsm.controllers.clusters.registry import MpeRegistry
+from taskfsm.kube import finalizers
+from taskfsm.kube.errors import KubeError, NotFound
+from taskfsm.kube.resources import BY_KIND
+from taskfsm.kube.rest import JSON_PATCH, Rest
+
+
+class ShuttingDown(Exception):
+    """The process is stopping while the MPE's cluster was being set up: nothing is reported."""
+
+
+@dataclass(frozen=True)
+class MpePorts:
+    """What the MPE chart's effects act on.
+
+    Attributes:
+        rest: the main cluster (the MPE's finalizer).
+        registry: the MPE clients (set up, kept, retired, forgotten; the reachability clock).
+        tasks_using: the Tasks (dicts) whose ``status.mediaProcessingEntityRef`` names an MPE.
+        on_ready: called with the MPE key when it becomes usable (its Tasks are woken, its
+            cluster searched for the children of gone Tasks).
+        collect_orphans: deletes the children of gone Tasks in one of the MPE's clusters.
+    """
+
+    rest: Rest
+    registry: MpeRegistry
+    tasks_using: Callable[[MpeKey], list[dict[str, Any]]]
+    on_ready: Callable[[MpeKey], None]
+    collect_orphans: Callable[[MpeCluster], None]
+
+
+class MpeEffects(MpeObservationGuards):
+    """``machines.mpe.model.MpeLifecycleModel`` for one reconcile of one MPE, on its ports."""
+
+    def __init__(self, ports: MpePorts, key: MpeKey, mpe: dict[str, Any] | None) -> None:
+        self.rest = ports.rest
+        self.registry = ports.registry
+        self.tasks_using = ports.tasks_using
+        self.on_ready = ports.on_ready
+        self.collect_orphans = ports.collect_orphans
+        self.key = key
+        self.mpe = mpe
+
+    def _mpe(self) -> dict[str, Any]:
+        assert self.mpe is not None  # only a gone MPE has none, and its pass drops the client
+        return self.mpe
+
+    def _patch(self, patch: list[dict[str, Any]]) -> None:
+        mpe = self._mpe()
+        meta = mpe["metadata"]
+        res = BY_KIND[mpe["kind"]]
+        self.rest.patch(res, meta.get("namespace"), meta["name"], patch, content_type=JSON_PATCH)
+
+    def add_mpe_finalizer(self, observation: MpeObservation) -> None:
+        add = finalizers.addition(self._mpe(), c.FINALIZER_MPE_PROTECTION)
+        if add is not None:
+            self._patch(add)
+
+    def remove_mpe_finalizer(self, observation: MpeObservation) -> None:
+        remove = finalizers.removal(self._mpe(), c.FINALIZER_MPE_PROTECTION)
+        if remove is not None:
+            try:
+                self._patch(remove)
+            except NotFound:
+                return
+
+    def _sync(self, *, keep: bool) -> MpeCluster:
+        try:
+            cluster = self.registry.sync(self._mpe(), keep=keep)
+        except MpeError:
+            if self.registry.interrupted:
+                raise ShuttingDown from None
+            raise
+        problem = self.registry.refusal(cluster)
+        if problem is not None:
+            raise problem
+        return cluster
+
+    def connect(self, observation: MpeObservation) -> None:
+        self._sync(keep=False)
+
+    def connect_keeping_client(self, observation: MpeObservation) -> None:
+        self._sync(keep=True)
+        kept = self.registry.kept(self.key)
+        if kept is not None:
+            raise MpeError(
+                f"{kept}; the client set up before is kept while Tasks use this "
+                "MediaProcessingEntity",
+                kept.reason,
+            )
+
+    def wake_tasks(self, observation: MpeObservation) -> None:
+        self.on_ready(self.key)
+
+    def release_retired_locations(self, observation: MpeObservation) -> None:
+        """Let go of the MPE's earlier locations (it was pointed elsewhere) in which no Task
+        using it has its Job any more (docs/operations.md, "Changing where an MPE runs Jobs")."""
+        if not self.registry.retired(self.key):
+            return
+        tasks = self.tasks_using(self.key)
+
+        def needed(cluster: MpeCluster) -> bool:
+            return any(
+                cluster.cached_job((task.get("status") or {}).get("jobRef") or {}) is not None
+                for task in tasks
+            )
+
+        self.registry.release_retired(self.key, needed)
+
+    def delete_orphans(self, observation: MpeObservation) -> None:
+        """Nothing of a Task may stay behind where no client reaches any more: the children of
+        gone Tasks in the MPE's cluster (with the client kept, if no new one can be built) and
+        in its earlier locations (docs/operations.md, "Lost Jobs and orphaned children")."""
+        ref = ref_of_key(self.key)
+        try:
+            try:
+                self._sync(keep=True)
+            except MpeError:
+                if self.registry.kept(self.key) is None:
+                    raise
+            cluster = self.registry.get(ref)
+            if cluster is None:
+                raise KubeError("the cluster's client is not ready")
+            for each in [cluster, *self.registry.retired(self.key)]:
+                self.collect_orphans(each)
+        except (KubeError, MpeError):
+            # --cleanup-timeout counts the time the cluster has not answered, not since the
+            # deletion (a queue may have held the reconcile back while it answered).
+            self.registry.mark_unreachable(ref)
+            raise
+        self.registry.mark_reachable(ref)
+
+    def drop_client(self, observation: MpeObservation) -> None:
+        self.registry.forget(self.key)

@@ -1,0 +1,89 @@
+"""The Task cache's indexes, and the questions the rest of the controller asks of them.
+
+Every lookup goes through an index of the Task cache, so an event or a query costs the same
+whatever else the cache holds. The Task watch asks which Tasks an event concerns; the manager
+asks which Tasks use a MediaProcessingEntity (for the MPE's reconcile and its waking of them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from taskfsm.api import constants as c
+from taskfsm.kube.informer import Informer
+
+PRE_RUNNING: Final = ("", c.TaskPhase.INITIALIZING, c.TaskPhase.JOB_PENDING)
+"""Phases before the Job exists: a Task here may be waiting for a Function, TaskTemplate,
+MediaLocation or MediaProcessingEntity to appear or change."""
+
+BY_WORKFLOW: Final = "workflow-ref"
+"""Task cache index: `namespace/spec.workflowRef.name`."""
+BY_MPE: Final = "mpe-ref"
+"""Task cache index: `kind/namespace/name` of `status.mediaProcessingEntityRef`."""
+PRE_RUNNING_BY_NAMESPACE: Final = "pre-running"
+"""Task cache index: the namespace of every Task still before Running."""
+PRE_RUNNING_ALL: Final = "pre-running-all"
+"""Task cache index: one value (`*`) for every Task still before Running."""
+
+
+def task_key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}"
+
+
+def mpe_ref_key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}"
+
+
+def _workflow_of(task: dict[str, Any]) -> str | None:
+    name = ((task.get("spec") or {}).get("workflowRef") or {}).get("name")
+    namespace = (task.get("metadata") or {}).get("namespace")
+    return f"{namespace}/{name}" if name and namespace else None
+
+
+def _mpe_of(task: dict[str, Any]) -> str | None:
+    ref = (task.get("status") or {}).get("mediaProcessingEntityRef") or {}
+    if not ref.get("name"):
+        return None
+    if ref.get("kind") != c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY and ref.get("namespace") != (
+        task.get("metadata") or {}
+    ).get("namespace"):
+        return None  # not one selection writes: it holds no other namespace's MPE back
+    return mpe_ref_key(ref.get("kind") or "", ref.get("namespace") or "", ref["name"])
+
+
+def _pre_running(task: dict[str, Any]) -> bool:
+    return ((task.get("status") or {}).get("phase") or "") in PRE_RUNNING
+
+
+def _pre_running_namespace(task: dict[str, Any]) -> str | None:
+    return (task.get("metadata") or {}).get("namespace") if _pre_running(task) else None
+
+
+def _pre_running_all(task: dict[str, Any]) -> str | None:
+    return "*" if _pre_running(task) else None
+
+
+class TaskIndex:
+    """The Task informer's indexes (registered at construction, before it starts)."""
+
+    def __init__(self, tasks: Informer) -> None:
+        self.tasks = tasks
+        tasks.index(BY_WORKFLOW, _workflow_of)
+        tasks.index(BY_MPE, _mpe_of)
+        tasks.index(PRE_RUNNING_BY_NAMESPACE, _pre_running_namespace)
+        tasks.index(PRE_RUNNING_ALL, _pre_running_all)
+
+    def of_workflow(self, key: str) -> list[dict[str, Any]]:
+        """The cached Tasks whose `spec.workflowRef` names the Workflow `namespace/name`."""
+        return self.tasks.by_index(BY_WORKFLOW, key)
+
+    def using(self, mpe: tuple[str, str, str]) -> list[dict[str, Any]]:
+        """The cached Tasks whose `status.mediaProcessingEntityRef` names the MPE `mpe`."""
+        return self.tasks.by_index(BY_MPE, mpe_ref_key(*mpe))
+
+    def pre_running(self, namespace: str | None) -> list[dict[str, Any]]:
+        """The cached Tasks still before Running, of `namespace` (None: of every namespace)."""
+        if namespace:
+            return self.tasks.by_index(PRE_RUNNING_BY_NAMESPACE, namespace)
+        return self.tasks.by_index(PRE_RUNNING_ALL, "*")

@@ -1,0 +1,109 @@
+"""Observe: condense what a pass read into the chart's `TaskObservation` (pure: no I/O).
+
+:func:`observe` turns a :class:`~taskfsm.controllers.task.work.TaskWorld` (what
+:mod:`taskfsm.controllers.task.read` read) into the facts the Task chart decides from; it reads
+no cluster, writes nothing and keeps nothing. The Job's fields come from
+:func:`taskfsm.controllers.job_facts.job_facts`, the same function the Job watch's predicate
+compares, so a Task is woken exactly when a fact it observes changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from machines.conditions import Condition
+from machines.task.conditions import READY
+from machines.task.observation import JobState, TaskObservation, WorkflowState
+from taskfsm.api import constants as c
+from taskfsm.build import jobs
+from taskfsm.controllers.job_facts import job_facts
+from taskfsm.controllers.task.work import TaskWorld
+from taskfsm.kube import wire
+
+
+def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
+    """The chart's view of ``world``."""
+    task = world.task
+    meta = task["metadata"]
+    status = task.get("status") or {}
+    workflow = world.workflow
+    facts = job_facts(world.job)
+    conditions = tuple(Condition.from_dict(d) for d in status.get("conditions") or [])
+    job_ref = status.get("jobRef") or {}
+    mpe_ref = world.mpe_ref
+    mpe_ready = world.cluster is not None or bool(world.job_unreadable)
+    return TaskObservation(
+        phase=status.get("phase") or "",
+        deletion_requested=bool(meta.get("deletionTimestamp")),
+        has_finalizer=c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or []),
+        workflow=workflow_state(workflow),
+        workflow_name=((task.get("spec") or {}).get("workflowRef") or {}).get("name") or "",
+        input_problem=wire.problem(task),
+        owned_by_workflow=workflow is not None and owned_by(task, workflow),
+        mpe_selected=bool(mpe_ref),
+        function_selected=bool(status.get("functionRef")),
+        mpe_ready=mpe_ready,
+        mpe_client_pending=world.client_pending,
+        mpe_gone=bool(mpe_ref) and world.mpe is None,
+        mpe_deleting=bool(((world.mpe or {}).get("metadata") or {}).get("deletionTimestamp")),
+        mpe_unrecorded=world.mpe_unrecorded,
+        mpe_problem=world.mpe_problem,
+        mpe_refused=world.job_refused,
+        job_unreadable=world.job_unreadable,
+        job_name=jobs.job_name(task),
+        job=facts.state,
+        job_uid=facts.uid,
+        job_terminating=facts.terminating,
+        job_protected=facts.protected,
+        job_pods_refused=world.pods_refused,
+        job_pods_refused_left=world.pods_refused_left,
+        job_without_pods=(
+            world.cluster is not None
+            and facts.state is JobState.ACTIVE
+            and not ((world.job or {}).get("status") or {}).get("active")
+        ),
+        job_unmakeable=world.job_unmakeable,
+        job_ref_uid=job_ref.get("uid") or "",
+        job_was_seen=world.job_was_seen,
+        cleanup_wait_left=world.cleanup_wait_left,
+        resync_seconds=resync_seconds,
+        conditions=conditions,
+        ready_reason=next((cond.reason for cond in conditions if cond.type == READY), ""),
+    )
+
+
+def workflow_state(workflow: dict[str, Any] | None) -> WorkflowState:
+    """The Task's Workflow as the chart sees it (§3.5, §3.11)."""
+    if workflow is None:
+        return WorkflowState.MISSING
+    if (workflow.get("metadata") or {}).get("deletionTimestamp"):
+        return WorkflowState.DELETING
+    if ((workflow.get("status") or {}).get("phase") or "") in c.WORKFLOW_TERMINAL_PHASES:
+        return WorkflowState.TERMINATED
+    return WorkflowState.ACTIVE
+
+
+def own_mpe_ref(task: dict[str, Any]) -> dict[str, Any] | None:
+    """``status.mediaProcessingEntityRef``, unless it names a namespaced MPE of another
+    namespace: selection never writes one (a Task uses its own namespace's MPEs or cluster
+    ones), so such a ref was not written by this controller and is not followed
+    (docs/security.md, "References stay in their namespace")."""
+    ref = (task.get("status") or {}).get("mediaProcessingEntityRef")
+    if not ref:
+        return None
+    if ref.get("kind") == c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY:
+        return dict(ref)
+    if (ref.get("namespace") or "") != task["metadata"]["namespace"]:
+        return None
+    return dict(ref)
+
+
+def owned_by(task: dict[str, Any], workflow: dict[str, Any]) -> bool:
+    """The Task carries the controller owner reference to ``workflow`` and the four labels."""
+    meta = task["metadata"]
+    uid = workflow["metadata"].get("uid")
+    owners = meta.get("ownerReferences") or []
+    if not any(o.get("uid") == uid and o.get("controller") for o in owners):
+        return False
+    labels = meta.get("labels") or {}
+    return all(labels.get(k) == v for k, v in jobs.task_labels(task).items())

@@ -1,0 +1,239 @@
+"""Read: everything one pass of a Task needs, in one place (all the Task controller's reads).
+
+:meth:`TaskReader.read` reads the Task's Workflow, the MediaProcessingEntity and its client,
+the Job under the Task's deterministic name and, for a running Job without pods, why its pods
+are refused, into a :class:`~taskfsm.controllers.task.work.TaskWorld`;
+:mod:`taskfsm.controllers.task.observe` condenses that into the chart's observation without any
+I/O. The Job is read from its cluster's watch cache, or from the cluster where the chart would
+decide something for good from it (:func:`machines.task.reads.job_read`, in the chart's own
+terms), or where the cache cannot tell (a Job outside the watched namespace; a Job this process
+wrote that the watch has not shown yet, which may be lagging or deleted).
+
+What a read records (runtime mechanics, docs/architecture.md): the Jobs it saw go to
+:class:`~taskfsm.controllers.task.seen_jobs.SeenJobs`, and whether the MPE's cluster answered
+feeds the registry's reachability clock (what ``--cleanup-timeout`` counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final
+
+from machines.task.observation import JobState, TaskObservation
+from machines.task.reads import JobRead, job_read
+from taskfsm.api import constants as c
+from taskfsm.api.timestamps import parse_time
+from taskfsm.build import jobs, selection
+from taskfsm.controllers.clusters.cluster import MpeCluster
+from taskfsm.controllers.clusters.registry import MpeRegistry
+from taskfsm.controllers.job_facts import job_facts
+from taskfsm.controllers.task.jobsite import JobSite
+from taskfsm.controllers.task.observe import own_mpe_ref, workflow_state
+from taskfsm.controllers.task.seen_jobs import SeenJobs
+from taskfsm.controllers.task.store import TaskStore
+from taskfsm.controllers.task.work import TaskWork, TaskWorld
+from taskfsm.kube.cache import Caches
+from taskfsm.kube.errors import Forbidden, KubeError
+
+POD_GRACE_SECONDS: Final = 5.0
+"""A Job younger than this without pods is not asked about (its pods are still being made)."""
+REFUSAL_MESSAGE_MAX: Final = 512
+"""Longest refusal message copied from an Event into the Task's condition."""
+
+
+class TaskReader:
+    """Reads one pass's world for a Task.
+
+    Args:
+        store: the main cluster's Tasks and Workflows.
+        caches: the cached catalog (MPEs, Functions, TaskTemplates) for re-selection and the
+            Job inputs.
+        clusters: the MPE clients (and the reachability clock they keep).
+        jobs: the Jobs in the MPE clusters.
+        seen: which Jobs this process saw per Task.
+        clock: wall-clock ``now``.
+        cleanup_timeout: seconds a deleting Task waits for its MPE to answer again (counted
+            while it does not).
+        job_pods_refused_timeout: seconds a Running Task waits while its Job's pods are refused
+            (0: for ever).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: TaskStore,
+        caches: Caches,
+        clusters: MpeRegistry,
+        jobs: JobSite,
+        seen: SeenJobs,
+        clock: Callable[[], datetime],
+        cleanup_timeout: float,
+        job_pods_refused_timeout: float,
+    ) -> None:
+        self.store = store
+        self.caches = caches
+        self.clusters = clusters
+        self.jobs = jobs
+        self.seen = seen
+        self.clock = clock
+        self.cleanup_timeout = cleanup_timeout
+        self.job_pods_refused_timeout = job_pods_refused_timeout
+
+    def read(self, work: TaskWork) -> TaskWorld:
+        """What the next pass of ``work``'s Task needs (no write to any cluster)."""
+        task = work.task
+        meta = task["metadata"]
+        status = task.get("status") or {}
+        workflow_name = ((task.get("spec") or {}).get("workflowRef") or {}).get("name") or ""
+        world = TaskWorld(task=task)
+        if workflow_name:
+            world.workflow = self.store.workflow(meta["namespace"], workflow_name)
+        deleting = bool(meta.get("deletionTimestamp"))
+        has_finalizer = c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or [])
+        mpe_ref = own_mpe_ref(task)
+        if not mpe_ref and deleting and has_finalizer:
+            mpe_ref = self._reselect(task)
+            world.mpe_unrecorded = bool(mpe_ref)
+        world.mpe_ref = mpe_ref
+        world.mpe = self._mpe(mpe_ref)
+        job_ref = status.get("jobRef") or {}
+        # The MPE's cluster, or the earlier one its Job was made in (the MPE was pointed elsewhere
+        # since; its Jobs stay where they were made, D19).
+        cluster = self.clusters.job_cluster(mpe_ref, job_ref)
+        if deleting:
+            unreachable = self.clusters.unreachable_for(mpe_ref)
+            world.cleanup_wait_left = max(0.0, self.cleanup_timeout - unreachable)
+        job_name = jobs.job_name(task)
+        task_uid = meta.get("uid") or ""
+        # A deleting Task without our finalizer is going anyway: its Job is not looked at.
+        if cluster is not None and not (deleting and not has_finalizer):
+            # A Job stays where it was made, even if its MPE now puts new Jobs elsewhere (D19),
+            # but never outside the namespaces its MPE may use (docs/security.md).
+            job_namespace = job_ref.get("namespace") or cluster.namespace
+            if not cluster.may_hold_jobs_in(job_namespace):
+                job_namespace = cluster.namespace
+            before = TaskObservation(
+                phase=status.get("phase") or "",
+                deletion_requested=deleting,
+                workflow=workflow_state(world.workflow),
+                job_ref_uid=job_ref.get("uid") or "",
+                job_was_seen=self.seen.seen(task_uid, job_name),
+                cleanup_wait_left=world.cleanup_wait_left,
+            )
+            try:
+                world.job = self._job(work, cluster, job_name, job_namespace, job_read(before))
+            except KubeError as exc:
+                # The Job's cluster does not answer: nothing can be decided about the Job.
+                world.job_unreadable = f"reading Job {job_name}: {exc}"
+                world.job_refused = isinstance(exc, Forbidden) and bool(mpe_ref)
+        if cluster is not None and not world.job_unreadable:
+            world.cluster = cluster
+            self.clusters.mark_reachable(mpe_ref)
+        elif mpe_ref and (world.job_unreadable or self.clusters.error(mpe_ref)):
+            self.clusters.mark_unreachable(mpe_ref)
+        if world.cluster is None:
+            world.client_pending = cluster is None and self.clusters.pending(mpe_ref)
+        world.mpe_problem = self.clusters.error(mpe_ref)
+        if world.job is not None:
+            self.seen.saw(task_uid, job_name)
+            if world.cluster is not None:
+                self._pods(world, world.cluster, world.job)
+        world.job_was_seen = self.seen.seen(task_uid, job_name)
+        if (
+            world.cluster is not None
+            and status.get("phase") == c.TaskPhase.JOB_PENDING
+            and not deleting
+        ):
+            world.job_unmakeable = selection.job_refusal(
+                task, self.caches, remote=world.cluster.remote
+            )
+        return world
+
+    def _job(
+        self, work: TaskWork, cluster: MpeCluster, name: str, namespace: str, read: JobRead
+    ) -> dict[str, Any] | None:
+        made = work.made_job
+        if made is not None and made["metadata"]["name"] == name:
+            return made  # created in this reconcile
+        if namespace != cluster.namespace or read is JobRead.SOURCE:
+            # Made before the MPE's Job namespace changed (not in the watched namespace's
+            # cache), or a decision that must not rest on a cache: read it from the source.
+            return self.jobs.fetch(cluster, namespace, name)
+        cached = self.jobs.cached(cluster, name)
+        if cached is not None:
+            return cached
+        # The cache does not show the Job. Our own last write of it (if any) cannot tell a
+        # lagging watch from a Job deleted since (F1/F4): ask the cluster, and forget our copy
+        # when the Job is gone; so does a pass that must not call it missing on a cache's word.
+        if read is JobRead.CACHE and self.jobs.written(cluster, name) is None:
+            return None  # no Job was ever recorded: creation finds an existing one (AlreadyExists)
+        return self.jobs.fetch(cluster, cluster.namespace, name)
+
+    def _pods(self, world: TaskWorld, cluster: MpeCluster, job: dict[str, Any]) -> None:
+        """For a Job that runs without pods: why its pods are refused (its latest
+        ``FailedCreate`` Event, cut to :data:`REFUSAL_MESSAGE_MAX` characters) and the seconds
+        left of ``job_pods_refused_timeout`` since the first refusal.
+
+        A refusal of a Job's pods (Pod Security, an admission policy, a quota) shows nowhere
+        but in Events, which no watch of the controller delivers: one LIST of the Job's
+        ``FailedCreate`` Events, only while it runs without pods and is older than
+        :data:`POD_GRACE_SECONDS` (the Job controller makes pods within a second)."""
+        if job_facts(job).state is not JobState.ACTIVE or (job.get("status") or {}).get("active"):
+            return
+        created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
+        now = self.clock()
+        if created is None or (now - created).total_seconds() < POD_GRACE_SECONDS:
+            return
+        events = self.jobs.refusals(cluster, job)
+        if not events:
+            return
+        stamps = [_event_time(e, "first") for e in events]
+        first = min((t for t in stamps if t is not None), default=now)
+        latest = max(events, key=lambda e: _event_time(e, "last") or first)
+        message = str(latest.get("message") or "pod creation failed")
+        if len(message) > REFUSAL_MESSAGE_MAX:
+            message = message[: REFUSAL_MESSAGE_MAX - 1] + "…"
+        world.pods_refused = message
+        if self.job_pods_refused_timeout <= 0:
+            world.pods_refused_left = float("inf")
+        else:
+            waited = (now - first).total_seconds()
+            world.pods_refused_left = max(0.0, self.job_pods_refused_timeout - waited)
+
+    def _mpe(self, ref: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The MPE object ``ref`` names, if it names an MPE kind and the cache has it."""
+        if not ref:
+            return None
+        kind = ref.get("kind") or ""
+        if kind not in (c.KIND_MEDIA_PROCESSING_ENTITY, c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY):
+            return None
+        return self.caches.get(kind, ref.get("namespace") or None, ref.get("name") or "")
+
+    def _reselect(self, task: dict[str, Any]) -> dict[str, Any] | None:
+        """Where a deleting Task's Job would be when its status never named the MPE.
+
+        One pass selects the MPE, creates the Job and writes status at the end; when the create's
+        answer and the status write are both lost (a cut connection, a crash), the Job exists
+        but no status names its cluster. Selection is deterministic, so ask it again; the Job is
+        then looked up there (and waited for, if that MPE is not ready) before the finalizer goes.
+        A Task that nothing can be selected for has no Job.
+        """
+        try:
+            ref, _ = selection.select_media_processing_entity(task, self.caches)
+        except selection.SelectionError:
+            return None
+        return ref
+
+
+def _event_time(event: dict[str, Any], which: str) -> datetime | None:
+    """A core Event's first (``firstTimestamp``, else ``eventTime``) or last (``lastTimestamp``,
+    else the series' last observation, else ``eventTime``) occurrence."""
+    if which == "first":
+        value = event.get("firstTimestamp") or event.get("eventTime")
+    else:
+        series = event.get("series") or {}
+        value = (
+            event.get("lastTimestamp") or series.get("lastObservedTime") or event.get("eventTime")
+        )
+    return parse_time(str(value)[:19] + "Z") if value else None

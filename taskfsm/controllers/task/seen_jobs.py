@@ -1,0 +1,57 @@
+"""Which Jobs this process saw for each Task: the evidence that a Job now missing was lost.
+
+A Task UID gets at most one Job, ever (D18b): a Job missing although the Task had one fails the
+Task (JobLost) instead of being made again. "Had one" is in the Task's status (Running, or a
+`status.jobRef`), except in one window: the pass that created the Job lost its status write
+(a crash, a cut connection) and the Job vanished before the next pass. This port remembers, per
+Task UID, the Job names this process created or read, and the chart's `job_vanished` guard reads
+it through the observation's `job_was_seen`.
+
+**Its limit (docs/lifecycle.md, "D18b"):** it is process memory. A restart, a new leader or a
+bucket handover to another replica starts without it, so a Job created and then removed inside
+that window *across* such a change is not recognised as lost, and the Task makes a new Job of
+the same name. Making it durable would cost a write per Task (an annotation); the window needs
+a lost status write and a vanished Job together.
+
+Entries go when the Task goes: the Task informer's delete events prune them
+(:meth:`SeenJobs.watch`), and a finalized reconcile forgets its Task.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from taskfsm.kube.informer import DELETED, Informer
+
+
+class SeenJobs:
+    """Task UID → the names of the Jobs this process saw for it (created, or read)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def saw(self, task_uid: str, job_name: str) -> None:
+        with self._lock:
+            self._seen.setdefault(task_uid, set()).add(job_name)
+
+    def seen(self, task_uid: str, job_name: str) -> bool:
+        with self._lock:
+            return job_name in self._seen.get(task_uid, ())
+
+    def forget(self, task_uid: str) -> None:
+        with self._lock:
+            self._seen.pop(task_uid, None)
+
+    def watch(self, tasks: Informer) -> None:
+        """Forget a Task's entry when the Task informer sees it deleted."""
+        tasks.add_handler(self._on_task)
+
+    def _on_task(self, event: str, task: dict[str, Any]) -> None:
+        if event == DELETED:
+            self.forget((task.get("metadata") or {}).get("uid") or "")
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._seen)

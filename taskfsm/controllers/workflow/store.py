@@ -1,0 +1,94 @@
+"""The Workflows of the main cluster as the Workflow controller reads and writes them, and the
+working copy of one reconcile.
+
+Reads go through the informer cache with read-your-writes; every write carries a precondition
+and is remembered, so the watch event of the version this process wrote wakes nobody.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from taskfsm.api import constants as c
+from taskfsm.controllers.status_write import patch_status
+from taskfsm.kube import finalizers
+from taskfsm.kube.cache import Caches
+from taskfsm.kube.errors import NotFound
+from taskfsm.kube.resources import WORKFLOWS
+from taskfsm.kube.rest import JSON_PATCH, Rest
+
+
+@dataclass
+class WorkflowWork:
+    """One reconcile's working copy of the Workflow (status changes collect here)."""
+
+    original: dict[str, Any]
+    workflow: dict[str, Any]
+    now: datetime
+
+    @classmethod
+    def of(cls, workflow: dict[str, Any], now: datetime) -> WorkflowWork:
+        return cls(original=copy.deepcopy(workflow), workflow=workflow, now=now)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = self.workflow.setdefault("metadata", {})
+        return meta
+
+    @property
+    def status(self) -> dict[str, Any]:
+        status = self.workflow.get("status")
+        if status is None:
+            status = self.workflow["status"] = {}
+        return status
+
+
+class WorkflowStore:
+    """The main cluster's Workflows."""
+
+    def __init__(self, rest: Rest, caches: Caches) -> None:
+        self.rest = rest
+        self.caches = caches
+
+    def remember(self, workflow: dict[str, Any]) -> None:
+        meta = workflow["metadata"]
+        self.caches.written.wrote(
+            ("main", WORKFLOWS.plural, meta["namespace"], meta["name"]), workflow
+        )
+
+    def read(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Workflow as this process knows it best (a copy to work on), None when gone."""
+        picked = self.caches.get(c.KIND_WORKFLOW, namespace, name)
+        if picked is not None:
+            return copy.deepcopy(picked)
+        try:
+            return self.rest.get(WORKFLOWS, namespace, name)  # not in the cache: ask the source
+        except NotFound:
+            return None
+
+    def patch_metadata(
+        self, meta: dict[str, Any], body: Any, *, json_patch: bool = False
+    ) -> dict[str, Any]:
+        """Patch the Workflow's metadata now; returns the new metadata."""
+        kwargs = {"content_type": JSON_PATCH} if json_patch else {}
+        updated = self.rest.patch(WORKFLOWS, meta["namespace"], meta["name"], body, **kwargs)
+        self.remember(updated)
+        return copy.deepcopy(updated["metadata"])
+
+    def remove_finalizer(self, workflow: dict[str, Any]) -> dict[str, Any] | None:
+        """Remove the workflow-protection finalizer; the new metadata, None when nothing
+        changed (gone, replaced, or without it)."""
+        updated = finalizers.remove(self.rest, WORKFLOWS, workflow, c.FINALIZER_WORKFLOW_PROTECTION)
+        if updated is None:
+            return None
+        self.remember(updated)
+        metadata: dict[str, Any] = copy.deepcopy(updated["metadata"])
+        return metadata
+
+    def patch_status(self, meta: dict[str, Any], patch: dict[str, Any]) -> None:
+        """Patch ``/status`` at ``meta``'s resourceVersion (see
+        :func:`taskfsm.controllers.status_write.patch_status`)."""
+        patch_status(self.rest, WORKFLOWS, meta, patch, self.remember)

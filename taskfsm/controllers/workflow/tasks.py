@@ -1,0 +1,133 @@
+"""A Workflow's Tasks: which Workflow a Task belongs to, and counting them through indexes.
+
+A Workflow's Tasks are found through indexes of the Task cache (by the two workflow labels, by
+outcome, by fatal failure): counting them costs the same whatever else the cache holds. Each
+Task is read through read-your-writes, so a phase the Task reconciler has just written counts
+at once. A cache that cannot answer is an error (`TaskListError`), never "no Tasks" (D20).
+
+Spec: docs/behaviour.md §4.3; the namespace rule of the labels is docs/security.md's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from machines.workflow.observation import FAIL_WORKFLOW
+from taskfsm.api import constants as c
+from taskfsm.kube.informer import Informer
+
+TASKS_BY_WORKFLOW: Final = "workflow-labels"
+"""Index of the Task cache by the Workflow the two workflow labels name (``namespace/name``)."""
+
+TASKS_BY_OUTCOME: Final = "workflow-outcome"
+"""Index of the Task cache: ``<workflow key>#Succeeded`` / ``#Failed`` for finished Tasks."""
+
+FATAL_FAILURES: Final = "workflow-fatal-failures"
+"""Index of the Task cache: the Workflow of every Failed Task whose policy is FailWorkflow."""
+
+
+def workflow_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def workflow_labels(namespace: str, name: str) -> dict[str, str]:
+    """The two labels that tie Tasks (and the Workflow itself) to a Workflow (§2)."""
+    return {c.LABEL_WORKFLOW_NAMESPACE: namespace, c.LABEL_WORKFLOW_NAME: name}
+
+
+def labelled_workflow(task: dict[str, Any]) -> str | None:
+    """The Workflow the two workflow labels name, if it is in the Task's own namespace.
+
+    Labels are the Task author's to write: a label naming another namespace's Workflow would
+    count (and with FailWorkflow, fail) a Workflow its author may not touch, so it is ignored
+    (docs/security.md, "References stay in their namespace")."""
+    meta = task.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    namespace, name = labels.get(c.LABEL_WORKFLOW_NAMESPACE), labels.get(c.LABEL_WORKFLOW_NAME)
+    if not (namespace and name) or namespace != meta.get("namespace"):
+        return None
+    return workflow_key(namespace, name)
+
+
+def task_workflow_key(task: dict[str, Any]) -> str | None:
+    """The Workflow a Task belongs to: by its labels (in its own namespace only), else by
+    ``spec.workflowRef.name``."""
+    meta = task.get("metadata") or {}
+    labelled = labelled_workflow(task)
+    if labelled is not None:
+        return labelled
+    ref = ((task.get("spec") or {}).get("workflowRef") or {}).get("name")
+    if ref and meta.get("namespace"):
+        return workflow_key(meta["namespace"], ref)
+    return None
+
+
+def job_failure_action(task: dict[str, Any]) -> str:
+    """``spec.jobFailurePolicy.defaultAction``, FailWorkflow when unset (§4.3)."""
+    policy = (task.get("spec") or {}).get("jobFailurePolicy") or {}
+    return policy.get("defaultAction") or FAIL_WORKFLOW
+
+
+def _workflow_and_outcome(task: dict[str, Any]) -> str | None:
+    workflow = labelled_workflow(task)
+    phase = (task.get("status") or {}).get("phase") or ""
+    if workflow is None or phase not in c.TASK_TERMINAL_PHASES:
+        return None
+    return f"{workflow}#{phase}"
+
+
+def _fatal_failure_of(task: dict[str, Any]) -> str | None:
+    if (task.get("status") or {}).get("phase") != c.TaskPhase.FAILED:
+        return None
+    return labelled_workflow(task) if job_failure_action(task) == FAIL_WORKFLOW else None
+
+
+class TaskListError(Exception):
+    """The Tasks of a Workflow could not be listed (D20: the pass fails, nothing is assumed)."""
+
+
+@dataclass(frozen=True)
+class TaskCount:
+    """A Workflow's Tasks, counted (§4.3)."""
+
+    total: int = 0
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    fatal_failures: tuple[str, ...] = ()
+
+
+class WorkflowTasks:
+    """Counts a Workflow's Tasks through indexes of the Task cache (registered here)."""
+
+    def __init__(self, tasks: Informer) -> None:
+        self.tasks = tasks
+        tasks.index(TASKS_BY_WORKFLOW, labelled_workflow)
+        tasks.index(TASKS_BY_OUTCOME, _workflow_and_outcome)
+        tasks.index(FATAL_FAILURES, _fatal_failure_of)
+
+    def count(self, namespace: str, name: str) -> TaskCount:
+        """The Workflow's Tasks (by the two workflow labels), counted.
+
+        Raises:
+            TaskListError: the Task cache cannot answer (not synced yet, or failing).
+        """
+        informer = self.tasks
+        if not informer.has_synced:
+            raise TaskListError("the Task cache has not synced yet")
+        key = workflow_key(namespace, name)
+        try:
+            total = informer.count(TASKS_BY_WORKFLOW, key)
+            succeeded = informer.count(TASKS_BY_OUTCOME, f"{key}#{c.TaskPhase.SUCCEEDED}")
+            failed = informer.count(TASKS_BY_OUTCOME, f"{key}#{c.TaskPhase.FAILED}")
+            fatal = [t["metadata"]["name"] for t in informer.by_index(FATAL_FAILURES, key)]
+        except Exception as exc:  # a cache that cannot answer must not read as "no Tasks"
+            raise TaskListError(f"{type(exc).__name__}: {exc}") from exc
+        return TaskCount(
+            total=total,
+            active=total - succeeded - failed,
+            succeeded=succeeded,
+            failed=failed,
+            fatal_failures=tuple(sorted(fatal)),
+        )
