@@ -43,8 +43,8 @@ def test_check_command_agrees() -> None:
     assert render.main(["--check", "--chart", "workflow"]) == 0
 
 
-def test_render_knows_both_charts() -> None:
-    assert set(render.charts()) == {"task", "workflow"}
+def test_render_knows_every_chart() -> None:
+    assert set(render.charts()) == {"task", "workflow", "mpe"}
     assert render.charts()["workflow"] is OUTPUTS
 
 
