@@ -120,6 +120,17 @@ class TaskPhase(StrEnum):
 
 
 TASK_TERMINAL_PHASES: Final = frozenset({TaskPhase.SUCCEEDED, TaskPhase.FAILED})
+"""Phases that record the Job's outcome; they never change again (§3.4)."""
+
+TASK_PRE_RUNNING_PHASES: Final = ("", TaskPhase.INITIALIZING, TaskPhase.JOB_PENDING)
+"""Phases before the Task's Job exists (``""``: not set yet): a Task there may be waiting for a
+Function, TaskTemplate, MediaLocation or MediaProcessingEntity."""
+
+TASK_TERMINAL_CONDITIONS: Final[dict[str, str]] = {
+    TaskPhase.SUCCEEDED: "Complete",
+    TaskPhase.FAILED: "Failed",
+}
+"""The condition a terminal phase sets True, which carries its reason (§3.3)."""
 
 
 class WorkflowPhase(StrEnum):

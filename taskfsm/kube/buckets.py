@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from taskfsm.api.timestamps import format_micro_time
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, NotLeader
 from taskfsm.kube.leader import JITTER, LeaderElector
 from taskfsm.kube.rest import LEASES, Rest
@@ -215,7 +216,7 @@ def plan(
 
 
 def _micro_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_micro_time(when)
 
 
 class BucketElector:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from taskfsm.api.timestamps import format_micro_time
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.rest import EVENTS, Rest
 
@@ -80,7 +81,7 @@ class EventRecorder:
                 "name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:12]}",
                 "namespace": namespace,
             },
-            "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": format_micro_time(datetime.now(UTC)),
             "reportingController": self.controller,
             "reportingInstance": self.instance[:128],
             "action": action,

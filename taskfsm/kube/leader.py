@@ -61,6 +61,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from taskfsm.api.timestamps import format_micro_time
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, NotLeader
 from taskfsm.kube.rest import LEASES, Rest
 
@@ -75,7 +76,7 @@ RELEASE_JOIN_TIMEOUT = 5.0
 
 def _micro_time(when: datetime) -> str:
     """A Lease ``MicroTime``: RFC 3339 with microseconds, UTC."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_micro_time(when)
 
 
 def _holder(lease: dict[str, Any] | None) -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from taskfsm.api.timestamps import format_time
 from taskfsm.kube.client import ApiClient
 from taskfsm.kube.errors import KubeError, NotFound, Unavailable
 from taskfsm.kube.informer import Informer
@@ -315,4 +316,4 @@ def _container_status(
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(datetime.now(UTC))

@@ -150,7 +150,7 @@ def _job_lines(rest: Rest, task: dict[str, Any]) -> list[str]:
     if job["metadata"].get("deletionTimestamp"):
         lines.append("              being deleted")
     # The Job controller sets FailureTarget/Failed before it has counted the failed pods.
-    if job_status.get("failed") or {"Failed", "FailureTarget"} & set(true):
+    if job_status.get("failed") or c.JOB_FAILED_CONDITIONS & set(true):
         meta = task["metadata"]
         hint = f"taskfsm logs -n {meta['namespace']} {meta['name']}" if site.remote else ""
         lines += _failed_pod_lines(site.rest, job, hint)

@@ -41,6 +41,7 @@ from typing import Any, Final
 import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
+from taskfsm.api import constants as c
 from taskfsm.manager.metrics import Metrics
 from taskfsm.tools.deploygen import REPOSITORY_URL
 
@@ -62,7 +63,7 @@ DASHBOARD_UID: Final = "taskfsm"
 # Thresholds of the alerts (docs/operations.md says why each is what it is).
 ERROR_RATIO: Final = 0.1
 """TaskfsmReconcileErrors: share of reconcile passes ending in an error."""
-STUCK_PHASES: Final = ("", "Initializing", "JobPending")
+STUCK_PHASES: Final = c.TASK_PRE_RUNNING_PHASES
 """TaskfsmTasksStuck: phases a Task should leave within minutes (Running may last for hours)."""
 STUCK_WORKER_SECONDS: Final = 300
 """TaskfsmWorkerStuck: a reconcile pass makes a few requests that each give up after 10 s, and an

@@ -35,7 +35,7 @@ from taskfsm.kube.rest import Rest
 OUTPUTS = ("wide", "json", "yaml", "name")
 """What ``-o`` takes (no ``-o``: the table)."""
 
-TERMINAL = (c.TaskPhase.SUCCEEDED, c.TaskPhase.FAILED)
+TERMINAL = c.TASK_TERMINAL_PHASES
 
 _COLUMNS = ("NAME", "PHASE", "REASON", "WORKFLOW", "MPE", "JOB", "AGE")
 _WIDE = ("FUNCTION", "STARTED", "ENDED", "MESSAGE")
@@ -56,7 +56,7 @@ def task_reason(task: dict[str, Any]) -> str:
     """One word for why a Task is where it is (module docstring); "" when nothing to say."""
     status = task.get("status") or {}
     phase = status.get("phase") or ""
-    terminal_type = {"Succeeded": "Complete", "Failed": "Failed"}.get(phase)
+    terminal_type = c.TASK_TERMINAL_CONDITIONS.get(phase)
     if terminal_type:
         return str((condition(task, terminal_type) or {}).get("reason") or "")
     if status.get("message"):

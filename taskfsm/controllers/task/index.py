@@ -12,10 +12,6 @@ from typing import Any, Final
 from taskfsm.api import constants as c
 from taskfsm.kube.informer import Informer
 
-PRE_RUNNING: Final = ("", c.TaskPhase.INITIALIZING, c.TaskPhase.JOB_PENDING)
-"""Phases before the Job exists: a Task here may be waiting for a Function, TaskTemplate,
-MediaLocation or MediaProcessingEntity to appear or change."""
-
 BY_WORKFLOW: Final = "workflow-ref"
 """Task cache index: `namespace/spec.workflowRef.name`."""
 BY_MPE: Final = "mpe-ref"
@@ -53,7 +49,7 @@ def _mpe_of(task: dict[str, Any]) -> str | None:
 
 
 def _pre_running(task: dict[str, Any]) -> bool:
-    return ((task.get("status") or {}).get("phase") or "") in PRE_RUNNING
+    return ((task.get("status") or {}).get("phase") or "") in c.TASK_PRE_RUNNING_PHASES
 
 
 def _pre_running_namespace(task: dict[str, Any]) -> str | None:
