@@ -7,6 +7,10 @@ Lease, ``taskfsm-bucket-<i>-of-<B>``: every replica is active for the buckets it
 dead replica's buckets move to the others when their Leases expire (docs/operations.md, "Running
 several replicas"). Kubernetes Leases are the only coordination; there is no other store.
 
+The pieces: :mod:`taskfsm.kube.bucket_keys` (the bucket of a key, Lease names, the bucket a
+thread works for), :mod:`taskfsm.kube.bucket_plan` (the fair-share decision, pure), and here
+:class:`BucketElector` (the coordinator: membership, campaigns, releases, the write gate).
+
 * **Bucket of a key.** :func:`bucket_of`: 32-bit FNV-1a of the UTF-8 key, modulo ``B``. The same
   in every process and every release (Python's ``hash()`` of a string is salted per process, so
   two replicas would disagree).
@@ -41,182 +45,51 @@ several replicas"). Kubernetes Leases are the only coordination; there is no oth
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import math
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Set
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from taskfsm.api.timestamps import format_micro_time
+from taskfsm.kube.bucket_keys import (
+    BUCKET_LEASE_PREFIX,
+    MEMBER_LEASE_PREFIX,
+    acting_in,
+    bucket_lease_name,
+    bucket_of,
+    current_bucket,
+    member_lease_name,
+    preference,
+)
+from taskfsm.kube.bucket_plan import LeaseView, Plan, plan
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, NotLeader
 from taskfsm.kube.leader import JITTER, LeaderElector
 from taskfsm.kube.rest import LEASES, Rest
 
 log = logging.getLogger(__name__)
 
-BUCKET_LEASE_PREFIX = "taskfsm-bucket-"
-MEMBER_LEASE_PREFIX = "taskfsm-replica-"
 
-_FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
-
-
-def bucket_of(key: str, buckets: int) -> int:
-    """The bucket of ``key`` (``namespace/name``) among ``buckets``: 32-bit FNV-1a, modulo."""
-    value = _FNV_OFFSET
-    for byte in key.encode():
-        value = ((value ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
-    return value % buckets
-
-
-def bucket_lease_name(index: int, buckets: int) -> str:
-    return f"{BUCKET_LEASE_PREFIX}{index}-of-{buckets}"
-
-
-def member_lease_name(identity: str) -> str:
-    """The membership Lease of ``identity`` (identities may hold characters a name may not)."""
-    return MEMBER_LEASE_PREFIX + hashlib.sha256(identity.encode()).hexdigest()[:16]
-
-
-def preference(identity: str, buckets: int) -> list[int]:
-    """The order in which ``identity`` campaigns for buckets (and, reversed, gives them up)."""
-    return sorted(range(buckets), key=lambda i: hashlib.sha256(f"{identity}/{i}".encode()).digest())
-
-
-# -- the bucket a thread is working for ---------------------------------------------------------
-
-_CURRENT: ContextVar[int | None] = ContextVar("taskfsm_bucket", default=None)
-
-
-@contextlib.contextmanager
-def acting_in(bucket: int | None) -> Iterator[None]:
-    """Within the block, this thread's writes are gated by ``bucket``'s Lease (None: no bucket)."""
-    token = _CURRENT.set(bucket)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
-
-
-def current_bucket() -> int | None:
-    return _CURRENT.get()
-
-
-# -- the fair-share decision (pure) ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeaseView:
-    """A Lease as this replica has watched it."""
-
-    holder: str
-    version: str
-    first_seen: float
-    """Monotonic time at which this resourceVersion was first seen (answer time)."""
-    duration: float
-    """Its ``leaseDurationSeconds``."""
-
-    def expired(self, now: float) -> bool:
-        """Unchanged for its duration: its holder may not have renewed it for that long."""
-        return now >= self.first_seen + self.duration
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What the coordinator does this round (:func:`plan`)."""
-
-    live: frozenset[str]
-    share: int
-    acquire: tuple[int, ...] = ()
-    """Buckets to start campaigning for."""
-    abandon: tuple[int, ...] = ()
-    """Campaigns to stop (the bucket was taken meanwhile, or the share is reached)."""
-    release: tuple[int, ...] = ()
-    """Held buckets above the share, to give up."""
-    stale_members: tuple[str, ...] = ()
-    """Names of expired membership Leases of other replicas, to delete."""
-    foreign: tuple[str, ...] = ()
-    """Bucket Leases of another ``--buckets`` value held by someone: while there are any, no
-    bucket is campaigned for (those replicas would work on the same keys)."""
-
-
-def plan(
-    *,
-    identity: str,
-    buckets: int,
-    views: Mapping[str, LeaseView],
-    held: Set[int],
-    campaigning: Set[int],
-    now: float,
-) -> Plan:
-    """Decide from the Leases seen (``views`` by name) what this replica does this round."""
-    bucket_views = {i: views.get(bucket_lease_name(i, buckets)) for i in range(buckets)}
-    dead = {
-        v.holder
-        for v in bucket_views.values()
-        if v is not None and v.holder and v.holder != identity and v.expired(now)
-    }
-    members = {
-        v.holder
-        for name, v in views.items()
-        if name.startswith(MEMBER_LEASE_PREFIX) and v.holder and not v.expired(now)
-    }
-    live = frozenset((members - dead) | {identity})
-    share = math.ceil(buckets / len(live))
-
-    def available(i: int) -> bool:
-        v = bucket_views[i]
-        return v is None or not v.holder or v.holder == identity or v.expired(now)
-
-    own_suffix = f"-of-{buckets}"
-    foreign = sorted(
-        name
-        for name, v in views.items()
-        if name.startswith(BUCKET_LEASE_PREFIX)
-        and not name.endswith(own_suffix)
-        and v.holder
-        and not v.expired(now)
-    )
-    order = preference(identity, buckets)
-    kept = [i for i in order if i in campaigning and available(i)]
-    if foreign:  # replicas of another B are at work: take nothing new until they are gone
-        kept = []
-    abandon = [i for i in order if i in campaigning and i not in kept]
-    room = share - len(held) - len(kept)
-    if room < 0:
-        abandon += kept[len(kept) + room :]
-        kept = kept[: len(kept) + room]
-    release = [i for i in reversed(order) if i in held][: max(0, len(held) - share)]
-    acquire = [
-        i for i in order if not foreign and i not in held and i not in campaigning and available(i)
-    ]
-    stale = [
-        name
-        for name, v in views.items()
-        if name.startswith(MEMBER_LEASE_PREFIX) and v.holder != identity and v.expired(now)
-    ]
-    return Plan(
-        live=live,
-        share=share,
-        acquire=tuple(acquire[: max(0, room)]),
-        abandon=tuple(abandon),
-        release=tuple(release),
-        stale_members=tuple(sorted(stale)),
-        foreign=tuple(foreign),
-    )
-
+__all__ = [
+    "BUCKET_LEASE_PREFIX",
+    "JITTER",
+    "MEMBER_LEASE_PREFIX",
+    "BucketElector",
+    "LeaseView",
+    "Plan",
+    "acting_in",
+    "bucket_lease_name",
+    "bucket_of",
+    "current_bucket",
+    "member_lease_name",
+    "plan",
+    "preference",
+]
 
 # -- the elector ----------------------------------------------------------------------------------
-
-
-def _micro_time(when: datetime) -> str:
-    return format_micro_time(when)
 
 
 class BucketElector:
@@ -510,7 +383,7 @@ class BucketElector:
     # -- membership ------------------------------------------------------------------------------
 
     def _member_body(self) -> dict[str, Any]:
-        now = _micro_time(datetime.now(UTC))
+        now = format_micro_time(datetime.now(UTC))
         lease = dict(self._member or {})
         metadata = dict(lease.get("metadata") or {})
         metadata.update(name=self.member_name, namespace=self.namespace)

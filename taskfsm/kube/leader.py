@@ -74,11 +74,6 @@ RELEASE_JOIN_TIMEOUT = 5.0
 """Seconds :meth:`LeaderElector.release` waits for a renewal in flight before releasing."""
 
 
-def _micro_time(when: datetime) -> str:
-    """A Lease ``MicroTime``: RFC 3339 with microseconds, UTC."""
-    return format_micro_time(when)
-
-
 def _holder(lease: dict[str, Any] | None) -> str:
     return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
 
@@ -205,7 +200,7 @@ class LeaderElector:
         for _ in range(3):
             spec = dict(lease.get("spec") or {})
             spec.pop("holderIdentity", None)
-            spec["renewTime"] = _micro_time(self.wall_clock())
+            spec["renewTime"] = format_micro_time(self.wall_clock())
             lease["spec"] = spec
             try:
                 self._request("PUT", lease, deadline)
@@ -323,7 +318,7 @@ class LeaderElector:
         """``lease`` with this replica as holder, renewed now."""
         lease = copy.deepcopy(lease)
         spec = dict(lease.get("spec") or {})
-        now = _micro_time(self.wall_clock())
+        now = format_micro_time(self.wall_clock())
         previous = spec.get("holderIdentity")
         if previous != self.identity:
             spec["acquireTime"] = now
