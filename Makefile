@@ -12,7 +12,7 @@ setup-test: ## setup, then what the tests need: helm, Kueue, promtool, the image
 	@scripts/setup.sh test
 
 demo: setup ## run the controller on an embedded local control plane with sample Tasks
-	$(PY) -m taskfsm demo
+	$(PY) -m taskfsm_dev.demo
 
 test: setup-test lint ## run the whole test suite: lint, types, import contracts, unit tests, tests against the real control plane
 	$(PY) -m pytest
@@ -22,8 +22,8 @@ image: ## write the controller image as an OCI archive and its SBOM into dist/ (
 	$(PY) -m tests.support.oci_image --output dist
 
 lint: ## ruff (lint + format check), mypy --strict, import contracts
-	$(PY) -m ruff check taskfsm machines tests benchmarks
-	$(PY) -m ruff format --check taskfsm machines tests benchmarks
+	$(PY) -m ruff check taskfsm machines taskfsm_dev tests benchmarks
+	$(PY) -m ruff format --check taskfsm machines taskfsm_dev tests benchmarks
 	$(PY) -m mypy
 	.venv/bin/lint-imports
 

@@ -202,12 +202,12 @@ def cpu_seconds(pid: int) -> float:
 def run_kubelet(kubeconfig: str, threads: int) -> None:
     """Complete every Job pod (all namespaces) once the Secrets it mounts exist; until SIGTERM.
 
-    Unlike :class:`taskfsm.testing.kubelet.SimulatedKubelet` (one namespace, pod outcomes from
+    Unlike :class:`taskfsm_dev.kubelet.SimulatedKubelet` (one namespace, pod outcomes from
     annotations, one thread), pods succeed at once and status writes run on a thread pool; the
     status itself is the simulated kubelet's.
     """
     from taskfsm.kube.client import from_kubeconfig
-    from taskfsm.testing.kubelet import secret_volumes, terminated_status
+    from taskfsm_dev.kubelet import secret_volumes, terminated_status
 
     rest = Rest(from_kubeconfig(kubeconfig))
     lock = threading.Lock()
@@ -445,7 +445,7 @@ class Bench:
                 self.kubelet.kill()
 
     def namespace(self, prefix: str) -> str:
-        from taskfsm.testing import objects
+        from taskfsm_dev import objects
 
         name = f"{prefix}-{uuid.uuid4().hex[:6]}"
         self.rest.create(NAMESPACES, None, {"metadata": {"name": name}})
@@ -454,7 +454,7 @@ class Bench:
         return name
 
     def controller(self, namespace: str, workers: int, name: str) -> Any:
-        from tests.support.process import ControllerProcess
+        from taskfsm_dev.process import ControllerProcess
 
         proc = ControllerProcess(
             self.plane.kubeconfig,
@@ -476,7 +476,7 @@ class Bench:
         timeout: float | None = None,
         profile: Path | None = None,
     ) -> RunResult:
-        from taskfsm.testing import objects
+        from taskfsm_dev import objects
 
         scenario = "burst" if rate is None else f"steady {rate:g}/s"
         ns = self.namespace(f"bench-{n}-w{workers}")
@@ -573,7 +573,7 @@ class Bench:
         """Issue 12 item 10, start-up: ``n`` Tasks created while no controller runs, then a
         ``taskfsm run`` process started: seconds from starting it to ``/readyz``, to the first
         Job and to each Job (p50, p99, last)."""
-        from taskfsm.testing import objects
+        from taskfsm_dev import objects
 
         ns = self.namespace(f"bench-startup-{n}")
         self.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
@@ -609,7 +609,7 @@ class Bench:
         existing (polled)."""
         from taskfsm.build.jobs import job_name
         from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
-        from taskfsm.testing import objects
+        from taskfsm_dev import objects
 
         ns = self.namespace("bench-new-mpe")
         self.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
@@ -1414,8 +1414,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from taskfsm.api.crdgen import crd_documents
-    from taskfsm.testing.controlplane import ControlPlane
-    from taskfsm.testing.crds import install_crds
+    from taskfsm_dev.controlplane import ControlPlane
+    from taskfsm_dev.crds import install_crds
 
     config = plan(args)
     log(f"plan: {config}")

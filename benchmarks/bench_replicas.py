@@ -58,7 +58,7 @@ def _plane_pids(plane: Any) -> dict[str, int]:
 
 def _wait_leading(procs: list[Any], buckets: int, rest: Any, namespace: str) -> float:
     """Until every bucket is held and shared fairly (``--buckets 1``: one replica leads)."""
-    from tests.support.replicas import wait_balanced
+    from taskfsm_dev.replicas import wait_balanced
 
     if buckets > 1:
         return wait_balanced(rest, namespace, buckets, procs, timeout=120)
@@ -73,8 +73,8 @@ def _wait_leading(procs: list[Any], buckets: int, rest: Any, namespace: str) -> 
 
 
 def one_row(bench: Bench, tasks: int, replicas: int, buckets: int, workers: int) -> dict[str, Any]:
-    from taskfsm.testing import objects
-    from tests.support.replicas import start_replicas
+    from taskfsm_dev import objects
+    from taskfsm_dev.replicas import start_replicas
 
     ns = bench.namespace(f"replicas-{replicas}-b{buckets}")
     bench.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
@@ -164,8 +164,8 @@ def run(
     ``--buckets 1``); on ``plane`` (with the kube-controller-manager flags of
     ``bench_controller.KCM_ARGS``) or a control plane of its own."""
     from taskfsm.api.crdgen import crd_documents
-    from taskfsm.testing.controlplane import ControlPlane
-    from taskfsm.testing.crds import install_crds
+    from taskfsm_dev.controlplane import ControlPlane
+    from taskfsm_dev.crds import install_crds
 
     log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"taskfsm-replicas-{os.getpid()}"
     log_dir.mkdir(parents=True, exist_ok=True)

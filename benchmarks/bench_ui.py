@@ -43,8 +43,8 @@ sys.path.insert(0, str(REPO))
 
 from taskfsm.kube.resources import TASKS  # noqa: E402 (after the sys.path entry above)
 from taskfsm.kube.rest import NAMESPACES, Rest  # noqa: E402 (after the sys.path entry above)
-from taskfsm.testing import objects  # noqa: E402 (after the sys.path entry above)
-from tests.support.ui import UiProcess, launch_chromium  # noqa: E402 (after the sys.path entry above)
+from taskfsm_dev import objects  # noqa: E402 (after the sys.path entry above)
+from taskfsm_dev.ui import UiProcess, launch_chromium  # noqa: E402 (after the sys.path entry above)
 
 PHASES = ["Initializing", "JobPending", "Running", "Succeeded", "Failed"]
 STATE_OF = {"Initializing": "initializing", "JobPending": "job_pending", "Running": "running",
@@ -146,8 +146,8 @@ def measure(n: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     from taskfsm.api.crdgen import crd_documents
-    from taskfsm.testing.controlplane import ControlPlane
-    from taskfsm.testing.crds import install_crds
+    from taskfsm_dev.controlplane import ControlPlane
+    from taskfsm_dev.crds import install_crds
 
     result: dict[str, Any] = {"tasks": n}
     with ControlPlane(name="taskfsm-bench-ui") as plane, plane.api_client() as api:

@@ -1,11 +1,12 @@
 # PYTHON_ARGCOMPLETE_OK
 """The ``taskfsm`` command line: thin wrappers over the library (``taskfsm --help``).
 
-Commands: ``run`` (the controller), ``demo`` (everything on a local control plane), ``diagram``
-(render the lifecycle), ``crds`` (print the CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as
-``argo`` and ``tkn`` show theirs), ``explain`` (a Task's state, with the lifecycle diagram),
-``ui`` (the lifecycle with the cluster's Tasks on it, in a local web page), ``render-job`` (the
-Job and Secret a Task would produce, offline), ``completion`` (shell completion code).
+Commands: ``run`` (the controller), ``diagram`` (render the lifecycle), ``crds`` (print the
+CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as ``argo`` and ``tkn`` show theirs),
+``explain`` (a Task's state, with the lifecycle diagram), ``ui`` (the lifecycle with the
+cluster's Tasks on it, in a local web page), ``render-job`` (the Job and Secret a Task would
+produce, offline), ``completion`` (shell completion code). The demo is a development command of
+the checkout (``make demo``, :mod:`taskfsm_dev.demo`): it needs a local control plane.
 
 The user-facing verbs take kubectl's flags and rules (``--kubeconfig``, ``--context``, ``-n``
 defaulting to the kubeconfig context's namespace, ``-A``, ``-o``;
@@ -31,7 +32,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from taskfsm import __version__
@@ -248,13 +248,6 @@ def _controllers(text: str) -> frozenset[str]:
             f"; choose from {', '.join(CONTROLLERS)}"
         )
     return frozenset(names)
-
-
-def cmd_demo(args: argparse.Namespace) -> NoReturn:
-    """The embedded demo; ends the process itself like :func:`cmd_run`."""
-    from taskfsm.tools import demo
-
-    exit_after_stop(demo.main(output=Path(args.output), timeout=args.timeout, keep=args.keep))
 
 
 def cmd_diagram(args: argparse.Namespace) -> int:
@@ -586,18 +579,6 @@ def build_parser() -> argparse.ArgumentParser:
         "MediaProcessingEntities')",
     )
     run.set_defaults(func=cmd_run)
-
-    demo = sub.add_parser(
-        "demo", help="run everything on an embedded local control plane with sample Tasks"
-    )
-    demo.add_argument(
-        "--output", default="demo-output", help="directory for the diagrams of the paths taken"
-    )
-    demo.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for all Tasks")
-    demo.add_argument(
-        "--keep", action="store_true", help="keep the control plane running until Ctrl-C"
-    )
-    demo.set_defaults(func=cmd_demo)
 
     diagram = sub.add_parser(
         "diagram",

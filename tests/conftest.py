@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.kubelet import SimulatedKubelet
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.kubelet import SimulatedKubelet
 
 INTEGRATION_DIRS = ("integration", "e2e", "faults", "security")
 

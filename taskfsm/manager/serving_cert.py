@@ -4,7 +4,9 @@ With ``--metrics-cert-dir`` the certificate and key are ``tls.crt`` and ``tls.ke
 directory (a mounted Secret, e.g. one cert-manager keeps fresh); they are read again when their
 modification time changes, at most every :data:`RELOAD_CHECK_SECONDS`, so a rotated certificate
 is served without a restart. Without it the controller makes a self-signed certificate at start
-(``cryptography``), held in memory only, as controller-runtime does; Prometheus then scrapes with
+(``cryptography``), held in memory only, as controller-runtime does (this is why
+``cryptography`` is a runtime dependency of the controller in pyproject.toml, not only a
+development one); Prometheus then scrapes with
 ``insecureSkipVerify`` (the bearer token still decides who reads, see
 :mod:`taskfsm.manager.metrics_auth`).
 """

@@ -17,12 +17,12 @@ from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.rest import Rest
 from taskfsm.manager.controller import Controller, Settings
 from taskfsm.manager.metrics import Metrics
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.kubelet import SimulatedKubelet
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.process import ControllerProcess
 from tests.support import identity
 from tests.support.cluster import Cluster
-from tests.support.process import ControllerProcess
 
 FAILED = pytest.StashKey[bool]()
 

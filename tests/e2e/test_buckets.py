@@ -20,13 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from taskfsm.api import constants as c
 from taskfsm.kube.buckets import JITTER, bucket_lease_name, bucket_of
 from taskfsm.kube.errors import AlreadyExists
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support.cluster import job_audit, write_kubeconfig
-from tests.support.httpproxy import HttpApiProxy, Request
-from tests.support.process import ControllerProcess
-from tests.support.proxy import ApiProxy
-from tests.support.replicas import (
+from taskfsm_dev import objects
+from taskfsm_dev.process import ControllerProcess
+from taskfsm_dev.proxies import ApiProxy, HttpApiProxy, Request
+from taskfsm_dev.replicas import (
     FAST_TIMINGS,
     bucket_holders,
     held_by,
@@ -35,6 +32,8 @@ from tests.support.replicas import (
     start_replicas,
     wait_balanced,
 )
+from taskfsm_dev.waiting import wait_for
+from tests.support.cluster import job_audit, write_kubeconfig
 
 LEASE, RENEW, RETRY = FAST_TIMINGS
 TAKEOVER_BOUND = LEASE + 2 * RETRY * (1 + JITTER) + 1.0

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from taskfsm.kube.rest import CORE_EVENTS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import HttpApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import write_kubeconfig
-from tests.support.httpproxy import HttpApiProxy
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -8,8 +8,8 @@ import time
 
 from taskfsm.api import constants as c
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES, WORKFLOWS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 
 
 def _status(cluster, res, name: str) -> dict:

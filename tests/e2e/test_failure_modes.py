@@ -1,7 +1,7 @@
 """docs/behaviour.md F4-F7 against the real control plane.
 
 F4 and F5 run ``taskfsm run`` as a process whose Job watch goes through a TCP proxy: a remote
-MediaProcessingEntity whose kubeconfig points at :class:`tests.support.proxy.ApiProxy` in front
+MediaProcessingEntity whose kubeconfig points at :class:`taskfsm_dev.proxies.ApiProxy` in front
 of the main API server, so only the MPE connection (Job watch, Job and Secret writes) breaks while
 the Task watch stays up. F6 and F7 run the controller in process to count its requests.
 """
@@ -20,10 +20,10 @@ from taskfsm.api import constants as c
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, MERGE_PATCH, NAMESPACES, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
-from tests.support.proxy import ApiProxy
 
 WATCH_TIMEOUT, READ_MARGIN = 4, 2
 """F5: a silent connection must be noticed within WATCH_TIMEOUT + READ_MARGIN seconds."""

@@ -21,11 +21,11 @@ import yaml
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import deploygen
+from taskfsm_dev import objects
+from taskfsm_dev.process import ControllerProcess
+from taskfsm_dev.waiting import wait_for
 from tests.support import image, oci_image
-from tests.support.process import ControllerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 

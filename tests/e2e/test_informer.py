@@ -14,9 +14,9 @@ from taskfsm.kube import client as kube_client
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import NAMESPACES, Resource, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support.proxy import ApiProxy
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 
 from taskfsm.kube.rest import LEASES
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit, write_kubeconfig
-from tests.support.proxy import ApiProxy
 
 LEASE = "taskfsm-task-controller"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10, 2

@@ -1,6 +1,6 @@
 """Leader election under a slow API server, under 429s on the Lease, and with a paused leader
 (issue 12, items 6 and 7): two ``taskfsm run --leader-elect`` replicas, the real control plane,
-and an HTTP proxy (:class:`tests.support.httpproxy.HttpApiProxy`) that delays or answers
+and an HTTP proxy (:class:`taskfsm_dev.proxies.HttpApiProxy`) that delays or answers
 requests and logs every request a replica sends."""
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, LEASES, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.process import ControllerProcess
+from taskfsm_dev.proxies import HttpApiProxy, Reply, Request
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit, write_kubeconfig
-from tests.support.httpproxy import HttpApiProxy, Reply, Request
-from tests.support.process import ControllerProcess
 
 LEASE = "taskfsm-task-controller"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10, 2

@@ -18,10 +18,9 @@ from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES, WORKFLOWS
 from taskfsm.kube.rest import JOBS, PODS
-from taskfsm.testing import objects
-from taskfsm.testing.kubelet import JOB_NAME_LABEL, terminated_status
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.kubelet import JOB_NAME_LABEL, terminated_status
+from taskfsm_dev.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -53,7 +52,7 @@ def running_task_on_deleting_mpe(cluster, start_controller) -> tuple[Any, str]:
     first = start_controller(name="first")
     cluster.create(objects.local_mpe("local"))
     cluster.create(objects.workflow("wf"))
-    cluster.create(b.never_starting(objects.function("hold")))
+    cluster.create(objects.never_starting(objects.function("hold")))
     cluster.create(objects.task("t", workflow_name="wf", function_name="hold", mpe_name="local"))
     wait_for(lambda: cluster.phase("t") == "Running", timeout=60, what="Task Running")
     name = job_name(cluster.task("t"))

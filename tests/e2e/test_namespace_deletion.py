@@ -19,9 +19,9 @@ from kubernetes import client
 
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.rest import JOBS, NAMESPACES, SECRETS, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import Cluster, kubeconfig_secret, remote_mpe
 
 NAMESPACE_GONE_WITHIN = 120

@@ -19,11 +19,11 @@ from taskfsm.build import jobs
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import EVENTS, JOBS, MERGE_PATCH, SECRETS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.chaos import ChildLedger, kubeconfig_via
 from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
-from tests.support.proxy import ApiProxy
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import write_kubeconfig
-from tests.support.proxy import ApiProxy
 
 EXPECTED_SERIES = (
     "controller_runtime_reconcile_total",

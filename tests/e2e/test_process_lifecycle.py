@@ -11,9 +11,9 @@ import yaml
 from taskfsm.api import constants as c
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from taskfsm.tools.demo import EXPECTED, SAMPLES
+from taskfsm_dev import objects
+from taskfsm_dev.demo import EXPECTED, SAMPLES
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit
 
 pytestmark = pytest.mark.timeout(240)

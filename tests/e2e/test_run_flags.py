@@ -8,9 +8,8 @@ import time
 
 from kubernetes import client
 
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 
 
 def test_job_ttl_seconds_is_the_jobs_ttl_after_finished(start_controller, cluster, kubelet):
@@ -35,7 +34,7 @@ def test_cleanup_timeout_bounds_the_wait_for_an_unready_mpe(
     start_controller(args=["--cleanup-timeout=3"])
     cluster.create(objects.workflow("wf"))
     cluster.create(objects.function("fn"))
-    cluster.create(b.remote_mpe("remote", secret_name="absent"))
+    cluster.create(objects.remote_mpe("remote", secret_name="absent"))
     cluster.create(objects.task("t", workflow_name="wf", function_name="fn", mpe_name="remote"))
     wait_for(
         lambda: (

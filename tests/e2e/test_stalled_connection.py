@@ -1,6 +1,6 @@
 """A pooled connection that went silent costs one short read timeout, not a minute (issue 12,
 item 12). ``taskfsm run`` reaches a MediaProcessingEntity's cluster (the main API server again)
-through a TCP proxy, :class:`tests.support.proxy.ApiProxy`, whose open connections are then
+through a TCP proxy, :class:`taskfsm_dev.proxies.ApiProxy`, whose open connections are then
 stalled (nothing relayed, no FIN or RST) while new ones are relayed normally; the Task watch
 talks to the main cluster directly, so the controller sees new Tasks at once."""
 
@@ -11,10 +11,10 @@ import time
 import pytest
 
 from taskfsm.kube.rest import DEFAULT_TIMEOUT, EVENTS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
-from tests.support.proxy import ApiProxy
 
 
 @pytest.fixture

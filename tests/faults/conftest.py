@@ -21,9 +21,9 @@ import pytest
 from kubernetes import client
 
 from taskfsm.api.crdgen import crd_documents
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.kubelet import SimulatedKubelet
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.kubelet import SimulatedKubelet
 from tests.support import identity
 from tests.support.chaos import FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
 

@@ -5,7 +5,7 @@ session's shared one."""
 from __future__ import annotations
 
 from taskfsm.kube.rest import NAMESPACES, Rest
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev.waiting import wait_for
 
 
 def test_restart_apiserver_keeps_objects_port_and_certificate(

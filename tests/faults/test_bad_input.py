@@ -36,8 +36,7 @@ from taskfsm.api import constants as c
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import SECRETS, Rest
-from taskfsm.testing import objects
-from tests.support import builders
+from taskfsm_dev import objects
 from tests.support.cluster import kubeconfig_secret, remote_mpe
 
 EXAMPLES = int(os.environ.get("TASKFSM_FUZZ_EXAMPLES", "6"))
@@ -205,7 +204,7 @@ def bad_case(draw: st.DrawFn) -> Case:
     if kind == "missing-function":
         return Case(
             kind,
-            task={"functionRef": builders.function_ref(name, kind=ref_kind)},
+            task={"functionRef": objects.function_ref(name, kind=ref_kind)},
             hints=(name,),
         )
     if kind == "missing-mpe":
@@ -214,7 +213,7 @@ def bad_case(draw: st.DrawFn) -> Case:
         )
         return Case(
             kind,
-            task={"mediaProcessingEntityRef": builders.mpe_ref(name, kind=mpe_kind)},
+            task={"mediaProcessingEntityRef": objects.mpe_ref(name, kind=mpe_kind)},
             hints=(name,),
         )
     if kind == "missing-template":
@@ -262,7 +261,7 @@ def bad_case(draw: st.DrawFn) -> Case:
         return Case(
             kind,
             objects=[function],
-            task={"functionRef": builders.function_ref(name)},
+            task={"functionRef": objects.function_ref(name)},
             hints=(name, "template", "Job", "spec"),
         )
     if kind == "junk-patches":
@@ -280,7 +279,7 @@ def bad_case(draw: st.DrawFn) -> Case:
         }
         if draw(st.booleans()):
             spec["functionSelector"] = draw(json_value.filter(lambda v: isinstance(v, dict)))
-        template = builders.task_template(name, **spec)
+        template = objects.task_template(name, **spec)
         return Case(
             kind,
             objects=[template],
@@ -300,18 +299,18 @@ def bad_case(draw: st.DrawFn) -> Case:
             pass
         elif problem == "cluster-no-namespace":
             location_kind = c.KIND_CLUSTER_MEDIA_LOCATION
-            objs.append(builders.s3_location(name, secret_name=secret_name, cluster=True))
+            objs.append(objects.s3_location(name, secret_name=secret_name, cluster=True))
         else:
             key = "absent" if problem == "no-key" else None
-            objs.append(builders.s3_location(name, secret_name=secret_name, key=key))
+            objs.append(objects.s3_location(name, secret_name=secret_name, key=key))
             if problem != "no-secret":
                 data = (
                     {"unrelated": SECRET_VALUE}
                     if problem == "missing-keys"
                     else {"accessKeyID": SECRET_VALUE, "secretAccessKey": SECRET_VALUE}
                 )
-                objs.append(builders.secret(secret_name, data))
-        entry = builders.location_entry("media", name, kind=location_kind)
+                objs.append(objects.secret(secret_name, data))
+        entry = objects.location_entry("media", name, kind=location_kind)
         return Case(
             kind,
             objects=objs,
@@ -341,7 +340,7 @@ def bad_case(draw: st.DrawFn) -> Case:
     return Case(
         kind,
         objects=objs,
-        task={"mediaProcessingEntityRef": builders.mpe_ref(name)},
+        task={"mediaProcessingEntityRef": objects.mpe_ref(name)},
         hints=(name, "MediaProcessingEntity"),
     )
 

@@ -24,9 +24,9 @@ import random
 import threading
 import time
 
+from taskfsm_dev.proxies import ApiProxy
 from tests.support import identity
 from tests.support.chaos import CRASH_ENV, SideNamespace, kubeconfig_via, summary_line
-from tests.support.proxy import ApiProxy
 
 SEED = int(os.environ.get("TASKFSM_CHAOS_SEED", "20261130"))
 """Fixed, so a failure replays the same schedule; override to explore other schedules."""

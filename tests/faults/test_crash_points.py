@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.waiting import wait_for
 from tests.support import identity
 from tests.support.chaos import (
     CRASH_ENV,

@@ -16,8 +16,8 @@ import pytest
 
 from taskfsm.build import jobs
 from taskfsm.manager.controller import Controller, Settings
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, FaultyRest, RequestLog
 
 HOLD_LIMIT = 30.0

@@ -12,7 +12,7 @@ from taskfsm.api import constants as c
 from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.manager.controller import Controller, Settings
-from taskfsm.testing.crds import install_crds
+from taskfsm_dev.crds import install_crds
 from tests.support.probes import ClusterScoped, Probe
 
 

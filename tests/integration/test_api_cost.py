@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import (
     WRITE_VERBS,
     Faults,

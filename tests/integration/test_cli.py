@@ -1,7 +1,7 @@
 """The user-facing CLI verbs as a platform engineer runs them: a real kubectl (v1.35.4, built with
 the control plane) with the ``kubectl-taskfsm`` plugin on PATH, against the local control plane
 with the in-process controller and a simulated kubelet that serves container logs
-(taskfsm.testing.podlogs). Each verb: ``list``, ``get``, ``logs`` (local and remote
+(taskfsm_dev.podlogs). Each verb: ``list``, ``get``, ``logs`` (local and remote
 MediaProcessingEntity, ``-f``), ``wait``, ``explain`` of a Job on a remote MPE (and what a user
 who may not read its kubeconfig Secret sees), the namespace taken from the kubeconfig context,
 and shell completion through kubectl's plugin completion."""
@@ -21,14 +21,13 @@ import yaml
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.podlogs import ANNOTATION_LOG
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import rbac
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.podlogs import ANNOTATION_LOG
+from taskfsm_dev.waiting import wait_for
 from tests.integration.test_rbac import token_client
-from tests.support import builders as b
 from tests.support import kubetools
 
 LOG_LINES = ["reading input.mp4", "transcoding 1/2", "transcoding 2/2", "wrote output.mp4"]
@@ -158,7 +157,7 @@ def test_wait_for_a_phase(control_plane, engine, controller, log_kubelet, contex
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("slow", run_seconds=2))
     engine.create(objects.function("boom", exit_code=1))
-    engine.create(b.never_starting(objects.function("stuck")))
+    engine.create(objects.never_starting(objects.function("stuck")))
     engine.create(objects.local_mpe("local"))
     engine.create(objects.task("t", workflow_name="wf", function_name="slow", mpe_name="local"))
     done = run("kubectl taskfsm wait t --for=phase=Succeeded --timeout 90s", context_kubeconfig)
@@ -240,9 +239,11 @@ def test_explain_and_logs_of_a_job_on_a_remote_mpe(
     but not Secrets gets explain's other facts with a line saying the Secret could not be read
     (exit 0), and `logs` says so in one line (exit 1)."""
     remote, remote_ns = remote_cluster
-    secret = b.kubeconfig_secret("remote-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
+    secret = objects.kubeconfig_secret(
+        "remote-kubeconfig", remote.kubeconfig_dict(namespace=remote_ns)
+    )
     client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
-    engine.create(b.remote_mpe("far", secret_name="remote-kubeconfig"))
+    engine.create(objects.remote_mpe("far", secret_name="remote-kubeconfig"))
     engine.create(objects.workflow("wf"))
     engine.create(logging_function("fn", run_seconds=0))
     engine.create(objects.task("t", workflow_name="wf", function_name="fn", mpe_name="far"))

@@ -12,10 +12,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.kubelet import ANNOTATION_EXIT_CODE, ANNOTATION_NEVER_START
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.kubelet import ANNOTATION_EXIT_CODE, ANNOTATION_NEVER_START
+from taskfsm_dev.waiting import wait_for
 
 
 def job_body(

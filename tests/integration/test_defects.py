@@ -21,9 +21,8 @@ from taskfsm.api import constants as c
 from taskfsm.build import jobs
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES, TASKS
 from taskfsm.kube.rest import JOBS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory
 from tests.support.probes import conditions_of
 
@@ -63,7 +62,7 @@ def mpe_ready(engine, name: str = "m") -> None:
 
 def replacement_job(engine, task: dict[str, Any], namespace: str) -> dict[str, Any]:
     """A Job with the Task's deterministic name and labels, as if someone re-created it."""
-    function = b.never_starting(engine.get(c.KIND_FUNCTION, "f"))
+    function = objects.never_starting(engine.get(c.KIND_FUNCTION, "f"))
     return jobs.build_job(task=task, function=function, task_template=None, namespace=namespace)
 
 
@@ -75,7 +74,7 @@ def test_d3_job_pending_without_refs_goes_back_to_initializing(
 ):
     """D3: a Task found in JobPending without its selections goes back to Initializing and then
     runs normally (it does not oscillate between JobPending and Running)."""
-    world(engine, function=b.never_starting(objects.function("f")))
+    world(engine, function=objects.never_starting(objects.function("f")))
     new_task(engine)
     probe.patch_task_status("t", {"phase": "JobPending"})
     controller_factory()
@@ -92,7 +91,7 @@ def test_d18b_a_job_that_vanishes_while_running_fails_the_task_and_is_never_recr
     """D18b (issue 12 item 2): a Job that vanishes while Running fails the Task with reason
     JobLost (a Warning Event says what was found); no Job is made again, startTime keeps its
     value and endTime is set."""
-    world(engine, function=b.never_starting(objects.function("f")))
+    world(engine, function=objects.never_starting(objects.function("f")))
     new_task(engine)
     first = probe.wait_phase("t", "Running")
     name = jobs.job_name(first)
@@ -122,7 +121,7 @@ def test_d18b_a_job_that_vanishes_while_running_fails_the_task_and_is_never_recr
 def test_d6_replaced_job_is_adopted_while_running(controller_factory, engine, probe, namespace):
     """D6: a Running Task whose Job was replaced under the same name (new UID) adopts the new
     Job instead of crashing or making another."""
-    world(engine, function=b.never_starting(objects.function("f")))
+    world(engine, function=objects.never_starting(objects.function("f")))
     first = controller_factory()
     task = new_task(engine)
     running = probe.wait_phase("t", "Running")
@@ -191,7 +190,7 @@ def test_d8_metadata_and_status_of_one_pass_both_land(controller_factory, engine
     """D8: the reconcile that adds the finalizer, owner reference and labels also writes its
     status: one metadata patch and one status patch take a new Task to Running."""
     log = RequestLog()
-    world(engine, function=b.never_starting(objects.function("f")))
+    world(engine, function=objects.never_starting(objects.function("f")))
     controller_factory(rest_factory=rest_factory(log))
     mpe_ready(engine)
     log.clear()
@@ -252,7 +251,7 @@ def test_d18_job_finalizer_released_only_after_the_outcome_is_persisted(
 def test_d19_mpe_spec_change_is_picked_up(engine, controller, probe, namespace, other_namespace):
     """D19: changing an MPE's local namespace rebuilds its client: new Tasks' Jobs go to the new
     namespace, while a Task already Running keeps its Job where it was made."""
-    world(engine, function=b.never_starting(objects.function("f")))
+    world(engine, function=objects.never_starting(objects.function("f")))
     new_task(engine, "before")
     before = probe.wait_phase("before", "Running")
     old_job = jobs.job_name(before)
@@ -285,7 +284,7 @@ def test_d19_old_namespace_job_is_still_followed(
 ):
     """D19: after the MPE's namespace changed, a reconcile of a Running Task still finds its Job
     in the old namespace (no re-creation) and deleting the Task deletes that Job."""
-    world(engine, function=b.never_starting(objects.function("f")))
+    world(engine, function=objects.never_starting(objects.function("f")))
     ctl = controller_factory(start=False)
     tap = ReconcileTap(ctl)
     ctl.start()
@@ -323,13 +322,16 @@ def test_d21_namespaced_and_cluster_mpe_of_one_name_are_distinct(
     """D21: an MPE and a ClusterMPE with the same name are two MPEs with their own Job namespace
     and Job watch: each Task's Job lands where its MPE says."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     shared = f"edge-{namespace}"
     engine.create(objects.local_mpe(shared))
     cluster_scoped.create(objects.local_mpe(shared, cluster=True, namespace=other_namespace))
     engine.create(
         objects.task(
-            "a", workflow_name="wf", function_name="f", mediaProcessingEntityRef=b.mpe_ref(shared)
+            "a",
+            workflow_name="wf",
+            function_name="f",
+            mediaProcessingEntityRef=objects.mpe_ref(shared),
         )
     )
     engine.create(
@@ -337,7 +339,7 @@ def test_d21_namespaced_and_cluster_mpe_of_one_name_are_distinct(
             "b",
             workflow_name="wf",
             function_name="f",
-            mediaProcessingEntityRef=b.mpe_ref(shared, cluster=True),
+            mediaProcessingEntityRef=objects.mpe_ref(shared, cluster=True),
         )
     )
     a = probe.wait_phase("a", "Running")

@@ -13,11 +13,10 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.proxies import ApiProxy
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import RequestLog, rest_factory
-from tests.support.tcpproxy import TcpProxy
 
 
 def delete_task(engine, namespace: str, name: str) -> None:
@@ -55,8 +54,10 @@ def test_delete_initializing_task(engine, controller, probe, namespace):
 def test_delete_job_pending_task(engine, controller, probe, namespace):
     """A Task stuck in JobPending (a MediaLocation's Secret is missing) made no Job and is
     deleted at once."""
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("store", "store")]))
-    engine.create(b.s3_location("store", secret_name="missing"))
+    engine.create(
+        objects.workflow("wf", media_locations=[objects.location_entry("store", "store")])
+    )
+    engine.create(objects.s3_location("store", secret_name="missing"))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
@@ -71,7 +72,7 @@ def test_delete_running_task_removes_job_and_secret(engine, controller, probe, n
     """Deleting a Running Task deletes its Job (releasing the job-protection finalizer) and,
     through the owner reference, its Secret; then the Task goes."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     name = job_name(probe.wait_phase("t", "Running"))
@@ -138,7 +139,7 @@ def test_deletion_survives_a_controller_restart(engine, controller_factory, prob
     """A Task deleted while no controller runs is cleaned up by the next one: its Job is
     deleted (not abandoned) even if the Task is reconciled before its MPE is registered."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     first = controller_factory()
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
@@ -159,7 +160,7 @@ def test_delete_task_whose_mpe_is_not_ready_is_bounded(engine, controller, probe
     controller.reconciler.cleanup_timeout = 2.0
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
-    engine.create(b.remote_mpe("remote", secret_name="absent"))
+    engine.create(objects.remote_mpe("remote", secret_name="absent"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
     task = probe.wait_message("t", "MediaProcessingEntity does not exist or is not ready")
     assert "failed to read kubeconfig Secret" in task["status"]["message"]
@@ -175,16 +176,15 @@ def test_delete_task_whose_mpe_cluster_is_unreachable_is_bounded(
     """A Running Task whose MPE cluster stops answering retries the Job's deletion for a bounded
     time, then goes with a JobAbandoned Warning Event; the Job is left behind."""
     controller.reconciler.cleanup_timeout = 3.0
-    host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
-    with TcpProxy(host, int(port)) as proxy:
+    with ApiProxy(control_plane.server) as proxy:
         kubeconfig = control_plane.kubeconfig_dict(namespace=namespace)
         kubeconfig["clusters"][0]["cluster"]["server"] = proxy.url
         client.CoreV1Api(api_client).create_namespaced_secret(
-            namespace, b.kubeconfig_secret("kubeconfig", kubeconfig)
+            namespace, objects.kubeconfig_secret("kubeconfig", kubeconfig)
         )
-        engine.create(b.remote_mpe("remote", secret_name="kubeconfig"))
+        engine.create(objects.remote_mpe("remote", secret_name="kubeconfig"))
         engine.create(objects.workflow("wf"))
-        engine.create(b.never_starting(objects.function("f")))
+        engine.create(objects.never_starting(objects.function("f")))
         engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
         name = job_name(probe.wait_phase("t", "Running"))
         proxy.cut()
@@ -205,7 +205,7 @@ def test_job_delete_carries_uid_precondition_and_background_propagation(
     log = RequestLog()
     controller_factory(rest_factory=rest_factory(log))
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     running = probe.wait_phase("t", "Running")

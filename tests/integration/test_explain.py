@@ -12,14 +12,14 @@ from kubernetes import client
 from taskfsm.api import constants as c
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import Rest
-from taskfsm.testing import objects
-from taskfsm.testing.kubelet import (
+from taskfsm.tools import explain, rbac
+from taskfsm_dev import objects
+from taskfsm_dev.kubelet import (
     ANNOTATION_TERMINATION_MESSAGE,
     ANNOTATION_TERMINATION_REASON,
     JOB_NAME_LABEL,
 )
-from taskfsm.testing.waiting import wait_for
-from taskfsm.tools import explain, rbac
+from taskfsm_dev.waiting import wait_for
 from tests.integration.test_rbac import token_client
 
 MESSAGE = "cannot open input.mp4: no such file\nconverter exiting"

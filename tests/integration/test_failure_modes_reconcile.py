@@ -18,9 +18,8 @@ from taskfsm.api import constants as c
 from taskfsm.build import helperdata, jobs
 from taskfsm.kube.errors import Conflict, Unavailable
 from taskfsm.kube.rest import JOBS, SECRETS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory
 
 
@@ -55,7 +54,7 @@ def test_f1_stale_task_read_after_job_creation_makes_no_second_job(
 ):
     """F1: a reconcile that reads the Task as it was before status.jobRef was written (and, in
     the second case, does not find the Job in its cache either) adopts the existing Job."""
-    create_world(engine, function=b.never_starting(objects.function("f")))
+    create_world(engine, function=objects.never_starting(objects.function("f")))
     ctl = controller_factory(start=False)
     tap = ReconcileTap(ctl)
     stale: dict[str, Any] = {"task": None}
@@ -221,8 +220,8 @@ def test_f9b_secret_exists_before_the_pod_starts(engine, controller, kubelet, pr
 def test_f9b_no_job_when_its_secret_cannot_be_built(engine, controller, kubelet, probe):
     """F9b: a Task whose helper data cannot be built (credential Secret missing) creates no
     Job at all, so no pod waits for a Secret that is not coming."""
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
-    engine.create(b.s3_location("store", secret_name="absent"))
+    engine.create(objects.workflow("wf", media_locations=[objects.location_entry("s", "store")]))
+    engine.create(objects.s3_location("store", secret_name="absent"))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     new_task(engine)
@@ -282,7 +281,7 @@ def test_job_deleted_while_running_fails_the_task_and_is_let_go(
     """D18b (issue 12 item 2): a user deleting a Running Task's Job (a plain delete, finalizer
     left to the controller) fails the Task with reason JobLost; the controller then releases the
     Job's finalizer so it goes, and makes no other Job."""
-    create_world(engine, function=b.never_starting(objects.function("f")))
+    create_world(engine, function=objects.never_starting(objects.function("f")))
     new_task(engine)
     running = probe.wait_phase("t", "Running")
     name = jobs.job_name(running)

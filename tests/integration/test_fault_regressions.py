@@ -15,9 +15,8 @@ from taskfsm.build import jobs
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import Resource, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Faults, FaultyRest, ReconcileTap, RequestLog
 from tests.support.probes import conditions_of
 
@@ -75,7 +74,7 @@ def test_running_task_without_a_job_ref_fails_with_job_lost_and_gets_no_job(
     """Item 2c: a Task whose status says Running with no jobRef (an old controller, a restore)
     and whose Job does not exist fails with reason JobLost and a Warning Event saying what was
     found; no Job is created for it (before: a JobRecreated Warning and a new Job)."""
-    world(engine, b.never_starting(objects.function("f")))
+    world(engine, objects.never_starting(objects.function("f")))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     probe.patch_task_status(
         "t",
@@ -226,7 +225,7 @@ def test_foreground_deletions_racing_the_finalizer_removal_are_quiet(
     more in the background (the garbage collector edits the finalizer list meanwhile): every
     Task and Job goes, the finalizer edit never fails on another controller's finalizer, and no
     Warning ReconcileError Event is recorded."""
-    world(engine, b.never_starting(objects.function("f")))
+    world(engine, objects.never_starting(objects.function("f")))
     log = RequestLog()
     controller_factory(rest_factory=lambda api: FaultyRest(api, log=log, faults=Faults()))
     names = [f"t{i}" for i in range(5)]
@@ -291,7 +290,7 @@ def test_a_task_waiting_for_its_mpe_client_is_woken_when_it_is_ready(
     no Event, no timer), and again as soon as the MPE reconcile has set it up (before: Task
     workers waited up to 10 s for the first MPE reconciles, then polled every second)."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     ctl = controller_factory(start=False)
     gate = threading.Event()
     results: list[tuple[str, Any]] = []
@@ -403,7 +402,7 @@ def test_api_refusals_back_off_with_a_short_cap(
             return False
 
         wait_for(refused, timeout=30, what="the admission policy in force")
-        world(engine, b.never_starting(objects.function("f")))
+        world(engine, objects.never_starting(objects.function("f")))
         ctl = controller_factory(start=False, api_error_max_backoff=1.0)
         delays: list[float] = []
         add = ctl.queue.add_rate_limited

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.tools import deploygen
+from taskfsm_dev.controlplane import ControlPlane
 from tests.support import kubetools
 
 REPO = Path(__file__).resolve().parents[2]

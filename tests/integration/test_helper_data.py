@@ -22,8 +22,7 @@ from kubernetes import client
 from taskfsm.api import constants as c
 from taskfsm.api.config import NatsConfiguration
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from tests.support import builders as b
+from taskfsm_dev import objects
 
 SECRET_VALUES = ("AKIA-not-a-real-key", "s3cr3t-access-value", "tok-3f9a-value", "pw-unused-value")
 
@@ -42,7 +41,7 @@ def other_namespace(api_client) -> Iterator[str]:
 
 
 def create_secret(api_client, namespace: str, name: str, data: dict[str, str]) -> None:
-    client.CoreV1Api(api_client).create_namespaced_secret(namespace, b.secret(name, data))
+    client.CoreV1Api(api_client).create_namespaced_secret(namespace, objects.secret(name, data))
 
 
 def with_data(spec: dict[str, Any], path: tuple[str, ...], data: dict[str, str]) -> dict[str, Any]:
@@ -99,7 +98,7 @@ def test_payload_fields_decoded_from_the_secret(
     create_secret(
         api_client, other_namespace, "tokens", {"token": SECRET_VALUES[2], "other": "not-copied"}
     )
-    store = engine.create(b.s3_location("store", secret_name="s3-creds"))
+    store = engine.create(objects.s3_location("store", secret_name="s3-creds"))
     archive_name = f"archive-{namespace}"
     archive = cluster_scoped.create(
         http_location(
@@ -110,8 +109,8 @@ def test_payload_fields_decoded_from_the_secret(
         objects.workflow(
             "wf",
             media_locations=[
-                b.location_entry("store", "store"),
-                b.location_entry("archive", archive_name, kind=c.KIND_CLUSTER_MEDIA_LOCATION),
+                objects.location_entry("store", "store"),
+                objects.location_entry("archive", archive_name, kind=c.KIND_CLUSTER_MEDIA_LOCATION),
             ],
             humanReadable={"name": "My workflow", "description": "a <test> & more"},
             config={"wf-key": "wf-value"},
@@ -120,8 +119,8 @@ def test_payload_fields_decoded_from_the_secret(
     engine.create(
         objects.function("f", default_config={"a": "function", "b": "function", "c": "function"})
     )
-    engine.create(b.task_template("tt", config={"b": "template", "c": "template"}))
-    engine.create(b.never_starting(objects.function("unused")))
+    engine.create(objects.task_template("tt", config={"b": "template", "c": "template"}))
+    engine.create(objects.never_starting(objects.function("unused")))
     engine.create(objects.local_mpe("m"))
     media_in = {
         "id": "in",
@@ -194,7 +193,7 @@ def test_d2_config_merge_later_wins(engine, controller, probe):
             "f", default_config={"keep": "fn", "tt": "fn", "task": "fn", "blank": "fn"}
         )
     )
-    engine.create(b.task_template("tt", config={"tt": "template", "task": "template"}))
+    engine.create(objects.task_template("tt", config={"tt": "template", "task": "template"}))
     engine.create(objects.local_mpe("m"))
     engine.create(
         objects.task(
@@ -241,8 +240,8 @@ def test_d15_media_location_key_copies_only_that_key(
         "creds",
         {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
     )
-    engine.create(b.s3_location("store", secret_name="creds", key="accessKeyID"))
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
+    engine.create(objects.s3_location("store", secret_name="creds", key="accessKeyID"))
+    engine.create(objects.workflow("wf", media_locations=[objects.location_entry("s", "store")]))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
@@ -263,10 +262,11 @@ def test_d15_cluster_media_location_needs_secret_namespace(
         {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
     )
     cml = f"cml-{namespace}"
-    cluster_scoped.create(b.s3_location(cml, secret_name="creds", cluster=True))
+    cluster_scoped.create(objects.s3_location(cml, secret_name="creds", cluster=True))
     engine.create(
         objects.workflow(
-            "wf", media_locations=[b.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION)]
+            "wf",
+            media_locations=[objects.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION)],
         )
     )
     engine.create(objects.function("f"))
@@ -289,8 +289,10 @@ def test_d15_media_location_secret_in_another_namespace_is_refused(
         "creds",
         {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
     )
-    engine.create(b.s3_location("store", secret_name="creds", secret_namespace=other_namespace))
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
+    engine.create(
+        objects.s3_location("store", secret_name="creds", secret_namespace=other_namespace)
+    )
+    engine.create(objects.workflow("wf", media_locations=[objects.location_entry("s", "store")]))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
@@ -311,8 +313,8 @@ def test_d15_key_the_method_does_not_use_names_key_not_values(
         "creds",
         {"accessKeyID": SECRET_VALUES[0], "secretAccessKey": SECRET_VALUES[1]},
     )
-    engine.create(b.s3_location("store", secret_name="creds", key="sessionToken"))
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
+    engine.create(objects.s3_location("store", secret_name="creds", key="sessionToken"))
+    engine.create(objects.workflow("wf", media_locations=[objects.location_entry("s", "store")]))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
@@ -346,7 +348,9 @@ def test_issue12_item4_job_secret_holds_only_the_keys_each_method_uses(
     )
     cml = f"store-{namespace}"
     cluster_scoped.create(
-        b.s3_location(cml, secret_name="s3-creds", secret_namespace=other_namespace, cluster=True)
+        objects.s3_location(
+            cml, secret_name="s3-creds", secret_namespace=other_namespace, cluster=True
+        )
     )
     rtmp_ref = {"secretRef": {"name": "rtmp-creds"}}
     engine.create(
@@ -366,8 +370,8 @@ def test_issue12_item4_job_secret_holds_only_the_keys_each_method_uses(
         objects.workflow(
             "wf",
             media_locations=[
-                b.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION),
-                b.location_entry("live", "live"),
+                objects.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION),
+                objects.location_entry("live", "live"),
             ],
         )
     )
@@ -408,11 +412,14 @@ def test_issue12_item4_missing_method_key_is_a_clear_message(
     )
     cml = f"store-{namespace}"
     cluster_scoped.create(
-        b.s3_location(cml, secret_name="s3-creds", secret_namespace=other_namespace, cluster=True)
+        objects.s3_location(
+            cml, secret_name="s3-creds", secret_namespace=other_namespace, cluster=True
+        )
     )
     engine.create(
         objects.workflow(
-            "wf", media_locations=[b.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION)]
+            "wf",
+            media_locations=[objects.location_entry("s", cml, kind=c.KIND_CLUSTER_MEDIA_LOCATION)],
         )
     )
     engine.create(objects.function("f"))
@@ -438,8 +445,8 @@ def test_missing_media_location_secret_then_recovers(
 ):
     """A MediaLocation Secret that does not exist yet keeps the Task in JobPending with a clear
     message and no Job; once it exists the Task runs with the credentials in its payload."""
-    engine.create(b.s3_location("store", secret_name="creds"))
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("s", "store")]))
+    engine.create(objects.s3_location("store", secret_name="creds"))
+    engine.create(objects.workflow("wf", media_locations=[objects.location_entry("s", "store")]))
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))

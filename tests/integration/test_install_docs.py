@@ -20,13 +20,13 @@ import yaml
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import deploygen
-from taskfsm.tools.demo import EXPECTED, SAMPLES
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.demo import EXPECTED, SAMPLES
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.process import ControllerProcess
+from taskfsm_dev.waiting import wait_for
 from tests.support import kubetools
-from tests.support.process import ControllerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = deploygen.project_version()
@@ -45,11 +45,11 @@ CHECK = [
 ]
 USE = [
     "kubectl create namespace demo",
-    "kubectl apply -n demo -f taskfsm/tools/demo_samples.yaml",
+    "kubectl apply -n demo -f taskfsm_dev/demo_samples.yaml",
     "kubectl get tasks -n demo",
     "kubectl describe task sleep -n demo",
     "kubectl taskfsm explain sleep -n demo",
-    "kubectl taskfsm render-job taskfsm/tools/demo_samples.yaml --task patched",
+    "kubectl taskfsm render-job taskfsm_dev/demo_samples.yaml --task patched",
 ]
 HELM_UPGRADE = [
     "kubectl apply -f deploy/chart/crds/",

@@ -16,14 +16,13 @@ from typing import Any
 
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from tests.support import builders as b
+from taskfsm_dev import objects
 
 
 def function_with(
     pod_spec_changes: dict[str, Any], *, job_spec: dict[str, Any] | None = None, metadata=None
 ):
-    fn = b.never_starting(objects.function("f"))
+    fn = objects.never_starting(objects.function("f"))
     template = fn["spec"]["template"]
     template["spec"]["template"]["spec"].update(copy.deepcopy(pod_spec_changes))
     template["spec"].update(job_spec or {})
@@ -41,7 +40,7 @@ def run(
     engine.create(objects.local_mpe("m"))
     spec: dict[str, Any] = {}
     if template_patches is not None:
-        engine.create(b.task_template("tt", templatePatches=template_patches))
+        engine.create(objects.task_template("tt", templatePatches=template_patches))
         spec["taskTemplateRef"] = {"kind": c.KIND_TASK_TEMPLATE, "name": "tt"}
     if task_patches is not None:
         spec["templatePatches"] = task_patches
@@ -59,7 +58,7 @@ def containers(job: dict[str, Any], group: str = "containers") -> dict[str, dict
 def test_d4_patch_without_containers_keeps_them(engine, controller, probe):
     """D4: patches that never mention containers (deadline, node selector, labels) leave the
     Function's containers as they are."""
-    fn = b.never_starting(objects.function("f"))
+    fn = objects.never_starting(objects.function("f"))
     original = copy.deepcopy(fn["spec"]["template"]["spec"]["template"]["spec"]["containers"])
     job = run(
         engine,

@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import ReconcileTap
 from tests.support.probes import conditions_of, now_rfc3339
 
@@ -157,7 +156,7 @@ def test_f8_job_conditions_map_to_task_phase(steps, tapped, engine, probe, names
     """F8: each Job condition combination, read by type, gives the expected Task phase."""
     ctl, tap = tapped
     engine.create(objects.workflow("wf"))
-    engine.create(b.externally_managed(objects.function("f")))
+    engine.create(objects.externally_managed(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     task = probe.wait_phase("t", "Running")
@@ -186,7 +185,7 @@ def test_f8_failure_target_job_is_kept_not_deleted(tapped, engine, probe, namesp
     """A Job holding only FailureTarget is terminated, not active: the Failed Task keeps it
     (for inspection) and releases its job-protection finalizer (D18)."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.externally_managed(objects.function("f")))
+    engine.create(objects.externally_managed(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     name = job_name(probe.wait_phase("t", "Running"))

@@ -14,8 +14,8 @@ import pytest
 from taskfsm import __version__
 from taskfsm.api import constants as c
 from taskfsm.api.crdgen import crd_documents
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support import kubetools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_kubectl_taskfsm_render_job_needs_no_cluster():
     """`kubectl taskfsm render-job` prints the Job and Secret a sample Task would produce, with no
     cluster to talk to."""
     out = kubetools.run(
-        "kubectl taskfsm render-job taskfsm/tools/demo_samples.yaml --task patched", "/dev/null"
+        "kubectl taskfsm render-job taskfsm_dev/demo_samples.yaml --task patched", "/dev/null"
     ).stdout
     docs = kubetools.documents(out)
     assert [d["kind"] for d in docs] == ["Job", "Secret"]

@@ -50,10 +50,10 @@ import yaml
 from taskfsm.build import jobs
 from taskfsm.kube.errors import AlreadyExists, NotFound
 from taskfsm.kube.rest import NAMESPACES, Resource, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import REPO_ROOT, ControlPlane, free_port
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import REPO_ROOT, ControlPlane, free_port
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of
 
 KUEUE_TOOLS = REPO_ROOT / "tools" / "kueue"

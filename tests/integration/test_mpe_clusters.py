@@ -18,11 +18,10 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.waiting import wait_for
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def remote_namespace(remote_control_plane: ControlPlane) -> Iterator[tuple[Contr
 
 
 def kubeconfig_in(api_client, control_plane, namespace: str, name: str = "kubeconfig") -> None:
-    secret = b.kubeconfig_secret(name, control_plane.kubeconfig_dict(namespace=namespace))
+    secret = objects.kubeconfig_secret(name, control_plane.kubeconfig_dict(namespace=namespace))
     client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
 
 
@@ -47,7 +46,7 @@ def test_task_runs_on_a_remote_mpe(
     """A Task on a remote MPE gets its Job and Secret in the kubeconfig context's namespace and
     succeeds, observed through the remote client's Job watch."""
     kubeconfig_in(api_client, control_plane, namespace)
-    engine.create(b.remote_mpe("remote", secret_name="kubeconfig"))
+    engine.create(objects.remote_mpe("remote", secret_name="kubeconfig"))
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
@@ -66,7 +65,7 @@ def test_local_only_function_refuses_a_remote_mpe(
     """A Function with localMediaProcessingEntitiesOnly on a remote MPE stays JobPending with
     the §3.14 message and creates nothing."""
     kubeconfig_in(api_client, control_plane, namespace)
-    engine.create(b.remote_mpe("remote", secret_name="kubeconfig"))
+    engine.create(objects.remote_mpe("remote", secret_name="kubeconfig"))
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f", local_only=True))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
@@ -84,9 +83,9 @@ def test_mpe_not_ready_says_why_then_recovers(
 ):
     """A Task whose MPE cannot be used yet (kubeconfig Secret missing) says so with the MPE's
     reason; once the Secret exists the MPE becomes Ready and the Task runs."""
-    engine.create(b.remote_mpe("remote", secret_name="kubeconfig"))
+    engine.create(objects.remote_mpe("remote", secret_name="kubeconfig"))
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="remote"))
     task = probe.wait_message("t", "MediaProcessingEntity does not exist or is not ready: ")
     assert 'secrets "kubeconfig" not found' in task["status"]["message"]
@@ -115,8 +114,8 @@ def test_kubeconfig_secret_change_rebuilds_the_client_at_once(
     the new cluster, and the watch stops with the last MPE naming the Secret."""
     controller.mpe_reconciler.resync_seconds = 3600  # only the Secret watch can see the change
     kubeconfig_in(api_client, control_plane, namespace)
-    engine.create(b.remote_mpe("a", secret_name="kubeconfig"))
-    engine.create(b.remote_mpe("b", secret_name="kubeconfig"))
+    engine.create(objects.remote_mpe("a", secret_name="kubeconfig"))
+    engine.create(objects.remote_mpe("b", secret_name="kubeconfig"))
     keys = {name: (c.KIND_MEDIA_PROCESSING_ENTITY, namespace, name) for name in ("a", "b")}
     refs = {name: {"kind": k, "namespace": ns, "name": n} for name, (k, ns, n) in keys.items()}
     registry = controller.registry
@@ -128,7 +127,7 @@ def test_kubeconfig_secret_change_rebuilds_the_client_at_once(
     assert sorted(cached[0]["metadata"]) == ["name", "namespace", "resourceVersion", "uid"]
 
     remote, remote_ns = remote_namespace
-    rotated = b.kubeconfig_secret("kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
+    rotated = objects.kubeconfig_secret("kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
     client.CoreV1Api(api_client).patch_namespaced_secret(
         "kubeconfig", namespace, {"data": rotated["data"]}
     )
@@ -170,7 +169,7 @@ def test_a_local_and_a_remote_mpe_watching_the_same_jobs_both_finish_their_tasks
     hide it)."""
     controller_factory(resync_seconds=3600)
     kubeconfig_in(api_client, control_plane, namespace)
-    engine.create(b.remote_mpe("remote", secret_name="kubeconfig"))
+    engine.create(objects.remote_mpe("remote", secret_name="kubeconfig"))
     engine.create(objects.local_mpe("local"))
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("f"))
@@ -273,7 +272,7 @@ def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_clus
     """Issue 12 (D19): a local MPE becomes a remote one under a running Task: the Task's Job
     finishes in the first cluster and is seen there, not called lost (JobLost) nor left behind."""
     remote, remote_ns = remote_namespace
-    secret = b.kubeconfig_secret("kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
+    secret = objects.kubeconfig_secret("kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))
     client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
     spec = {"local": None, "remote": {"kubeconfig": {"secretRef": {"name": "kubeconfig"}}}}
     _moved_away_then_finished(engine, controller_factory, probe, namespace, api_client, spec)

@@ -17,10 +17,9 @@ from kubernetes import client
 from taskfsm.kube.client import configured
 from taskfsm.kube.rest import Rest
 from taskfsm.manager.controller import Controller, Settings
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import rbac
-from tests.support import builders
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 
 
 def token_client(api_client, control_plane, namespace, rules, lease_rules) -> client.ApiClient:
@@ -119,9 +118,9 @@ def basics(engine, api_client, control_plane, namespace):
     # A remote MPE (reaching this cluster with admin credentials) makes the controller read and
     # watch its kubeconfig Secret.
     admin = control_plane.kubeconfig_dict(namespace=namespace)
-    kubeconfig = builders.kubeconfig_secret("edge-kubeconfig", admin)
+    kubeconfig = objects.kubeconfig_secret("edge-kubeconfig", admin)
     client.CoreV1Api(api_client).create_namespaced_secret(namespace, kubeconfig)
-    engine.create(builders.remote_mpe("edge", secret_name="edge-kubeconfig"))
+    engine.create(objects.remote_mpe("edge", secret_name="edge-kubeconfig"))
     # A ClusterMediaProcessingEntity (Jobs in this namespace) exercises the cluster-scoped rules:
     # its cache and its finalizer and status writes.
     cluster_mpe = f"cl-{namespace}"

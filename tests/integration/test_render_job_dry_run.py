@@ -5,8 +5,8 @@ from __future__ import annotations
 import yaml
 from kubernetes import client
 
-from taskfsm.tools.demo import SAMPLES
 from taskfsm.tools.render_job import load, render
+from taskfsm_dev.demo import SAMPLES
 
 
 def test_rendered_job_and_secret_pass_server_side_dry_run(api_client, namespace):

@@ -13,9 +13,8 @@ from typing import Any
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.probes import now_rfc3339
 
 TIER = "example.com/tier"
@@ -48,7 +47,7 @@ def fn_ref(name: str, namespace: str | None) -> dict[str, str]:
 
 
 def fn(name: str, **kwargs: Any) -> dict[str, Any]:
-    return b.never_starting(objects.function(name, **kwargs))
+    return objects.never_starting(objects.function(name, **kwargs))
 
 
 def wait_next_second(created: dict[str, Any]) -> None:
@@ -70,10 +69,12 @@ def test_mpe_ref_wins_over_selector_template_and_default(engine, controller, pro
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     engine.create(objects.local_mpe("by-ref"))
-    engine.create(b.labelled(objects.local_mpe("by-selector"), **{TIER: "gold"}))
+    engine.create(objects.labelled(objects.local_mpe("by-selector"), **{TIER: "gold"}))
     engine.create(objects.local_mpe("by-template"))
-    engine.create(b.default_mpe(objects.local_mpe("by-default")))
-    engine.create(b.task_template("tt", mediaProcessingEntityRef=b.mpe_ref("by-template")))
+    engine.create(objects.default_mpe(objects.local_mpe("by-default")))
+    engine.create(
+        objects.task_template("tt", mediaProcessingEntityRef=objects.mpe_ref("by-template"))
+    )
     engine.create(
         task(
             "t",
@@ -91,10 +92,12 @@ def test_mpe_selector_wins_over_task_template_and_default(engine, controller, pr
     """spec.mediaProcessingEntitySelector comes before the TaskTemplate and the defaults."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
-    engine.create(b.labelled(objects.local_mpe("by-selector"), **{TIER: "gold"}))
+    engine.create(objects.labelled(objects.local_mpe("by-selector"), **{TIER: "gold"}))
     engine.create(objects.local_mpe("by-template"))
-    engine.create(b.default_mpe(objects.local_mpe("by-default")))
-    engine.create(b.task_template("tt", mediaProcessingEntityRef=b.mpe_ref("by-template")))
+    engine.create(objects.default_mpe(objects.local_mpe("by-default")))
+    engine.create(
+        objects.task_template("tt", mediaProcessingEntityRef=objects.mpe_ref("by-template"))
+    )
     engine.create(
         task(
             "t",
@@ -114,8 +117,10 @@ def test_mpe_selector_without_match_falls_through_to_task_template(
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     engine.create(objects.local_mpe("by-template"))
-    engine.create(b.default_mpe(objects.local_mpe("by-default")))
-    engine.create(b.task_template("tt", mediaProcessingEntityRef=b.mpe_ref("by-template")))
+    engine.create(objects.default_mpe(objects.local_mpe("by-default")))
+    engine.create(
+        objects.task_template("tt", mediaProcessingEntityRef=objects.mpe_ref("by-template"))
+    )
     engine.create(
         task(
             "t",
@@ -133,11 +138,11 @@ def test_task_template_mpe_ref_wins_over_its_selector(engine, controller, probe,
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     engine.create(objects.local_mpe("tt-ref"))
-    engine.create(b.labelled(objects.local_mpe("tt-selector"), **{TIER: "gold"}))
+    engine.create(objects.labelled(objects.local_mpe("tt-selector"), **{TIER: "gold"}))
     engine.create(
-        b.task_template(
+        objects.task_template(
             "tt",
-            mediaProcessingEntityRef=b.mpe_ref("tt-ref"),
+            mediaProcessingEntityRef=objects.mpe_ref("tt-ref"),
             mediaProcessingEntitySelector={"matchLabels": {TIER: "gold"}},
         )
     )
@@ -152,10 +157,10 @@ def test_task_template_mpe_selector_wins_over_default(engine, controller, probe,
     """The TaskTemplate's selector is used before any default MediaProcessingEntity."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
-    engine.create(b.labelled(objects.local_mpe("tt-selector"), **{TIER: "gold"}))
-    engine.create(b.default_mpe(objects.local_mpe("by-default")))
+    engine.create(objects.labelled(objects.local_mpe("tt-selector"), **{TIER: "gold"}))
+    engine.create(objects.default_mpe(objects.local_mpe("by-default")))
     engine.create(
-        b.task_template("tt", mediaProcessingEntitySelector={"matchLabels": {TIER: "gold"}})
+        objects.task_template("tt", mediaProcessingEntitySelector={"matchLabels": {TIER: "gold"}})
     )
     engine.create(
         task("t", function_name="f", taskTemplateRef={"kind": c.KIND_TASK_TEMPLATE, "name": "tt"})
@@ -172,11 +177,11 @@ def test_d1_namespaced_default_mpe_is_selected_before_cluster_default(
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     cluster_scoped.create(
-        b.default_mpe(
+        objects.default_mpe(
             objects.local_mpe(f"cluster-default-{namespace}", cluster=True, namespace=namespace)
         )
     )
-    engine.create(b.default_mpe(objects.local_mpe("ns-default")))
+    engine.create(objects.default_mpe(objects.local_mpe("ns-default")))
     engine.create(objects.local_mpe("not-default"))
     engine.create(task("t", function_name="f"))
     mpe, _ = chosen(probe, "t")
@@ -191,7 +196,9 @@ def test_d1_cluster_default_mpe_is_selected_when_namespace_has_none(
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
     name = f"cluster-default-{namespace}"
-    cluster_scoped.create(b.default_mpe(objects.local_mpe(name, cluster=True, namespace=namespace)))
+    cluster_scoped.create(
+        objects.default_mpe(objects.local_mpe(name, cluster=True, namespace=namespace))
+    )
     engine.create(objects.local_mpe("not-default"))
     engine.create(task("t", function_name="f"))
     mpe, _ = chosen(probe, "t")
@@ -204,9 +211,9 @@ def test_d12_newest_default_mpe_wins(engine, controller, probe, namespace):
     """D12: of several namespaced defaults the newest creationTimestamp is chosen."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
-    older = engine.create(b.default_mpe(objects.local_mpe("a-older")))
+    older = engine.create(objects.default_mpe(objects.local_mpe("a-older")))
     wait_next_second(older)
-    engine.create(b.default_mpe(objects.local_mpe("b-newer")))
+    engine.create(objects.default_mpe(objects.local_mpe("b-newer")))
     engine.create(task("t", function_name="f"))
     mpe, _ = chosen(probe, "t")
     assert mpe == mpe_ref("b-newer", namespace)
@@ -216,9 +223,9 @@ def test_d12_selector_matching_several_mpes_picks_the_newest(engine, controller,
     """D12: a selector matching several MPEs is no error; the newest one is chosen."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
-    older = engine.create(b.labelled(objects.local_mpe("z-older"), **{TIER: "gold"}))
+    older = engine.create(objects.labelled(objects.local_mpe("z-older"), **{TIER: "gold"}))
     wait_next_second(older)
-    engine.create(b.labelled(objects.local_mpe("a-newer"), **{TIER: "gold"}))
+    engine.create(objects.labelled(objects.local_mpe("a-newer"), **{TIER: "gold"}))
     engine.create(
         task("t", function_name="f", mediaProcessingEntitySelector={"matchLabels": {TIER: "gold"}})
     )
@@ -233,10 +240,10 @@ def test_mpe_selector_prefers_namespaced_kind_over_cluster_kind(
     even a newer one; matchExpressions work like in Kubernetes."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
-    older = engine.create(b.labelled(objects.local_mpe("ns-gold"), **{TIER: "gold"}))
+    older = engine.create(objects.labelled(objects.local_mpe("ns-gold"), **{TIER: "gold"}))
     wait_next_second(older)
     cluster_scoped.create(
-        b.labelled(
+        objects.labelled(
             objects.local_mpe(f"cl-gold-{namespace}", cluster=True, namespace=namespace),
             **{TIER: "gold"},
         )
@@ -255,9 +262,11 @@ def test_mpe_selector_falls_back_to_cluster_kind(
     engine.create(fn("f"))
     name = f"cl-gold-{namespace}"
     cluster_scoped.create(
-        b.labelled(objects.local_mpe(name, cluster=True, namespace=namespace), **{TIER: namespace})
+        objects.labelled(
+            objects.local_mpe(name, cluster=True, namespace=namespace), **{TIER: namespace}
+        )
     )
-    engine.create(b.default_mpe(objects.local_mpe("ns-default")))
+    engine.create(objects.default_mpe(objects.local_mpe("ns-default")))
     engine.create(
         task(
             "t", function_name="f", mediaProcessingEntitySelector={"matchLabels": {TIER: namespace}}
@@ -288,7 +297,7 @@ def test_malformed_selector_is_a_clear_error(engine, controller, probe):
     """A selector with an unknown operator names the field and the operator."""
     engine.create(objects.workflow("wf"))
     engine.create(fn("f"))
-    engine.create(b.default_mpe(objects.local_mpe("m")))
+    engine.create(objects.default_mpe(objects.local_mpe("m")))
     selector = {"matchExpressions": [{"key": TIER, "operator": "Near", "values": ["x"]}]}
     engine.create(task("t", function_name="f", mediaProcessingEntitySelector=selector))
     task_obj = probe.wait_message(
@@ -307,7 +316,7 @@ def test_function_ref_wins_over_selector_and_template(engine, controller, probe,
     engine.create(fn("by-ref"))
     engine.create(fn("by-selector", labels={TIER: "gold"}))
     engine.create(fn("by-template"))
-    engine.create(b.task_template("tt", functionRef=b.function_ref("by-template")))
+    engine.create(objects.task_template("tt", functionRef=objects.function_ref("by-template")))
     engine.create(
         task(
             "t",
@@ -327,7 +336,7 @@ def test_function_selector_wins_over_template(engine, controller, probe, namespa
     engine.create(objects.local_mpe("m"))
     engine.create(fn("by-selector", labels={TIER: "gold"}))
     engine.create(fn("by-template"))
-    engine.create(b.task_template("tt", functionRef=b.function_ref("by-template")))
+    engine.create(objects.task_template("tt", functionRef=objects.function_ref("by-template")))
     engine.create(
         task(
             "t",
@@ -351,14 +360,14 @@ def test_task_template_function_ref_then_selector(
     engine.create(fn("tt-selector", labels={TIER: "gold"}))
     ctt = f"ctt-{namespace}"
     cluster_scoped.create(
-        b.task_template(
+        objects.task_template(
             ctt,
             cluster=True,
-            functionRef=b.function_ref("tt-ref"),
+            functionRef=objects.function_ref("tt-ref"),
             functionSelector={"matchLabels": {TIER: "gold"}},
         )
     )
-    engine.create(b.task_template("tt", functionSelector={"matchLabels": {TIER: "gold"}}))
+    engine.create(objects.task_template("tt", functionSelector={"matchLabels": {TIER: "gold"}}))
     engine.create(
         task(
             "t1", mpe_name="m", taskTemplateRef={"kind": c.KIND_CLUSTER_TASK_TEMPLATE, "name": ctt}
@@ -436,8 +445,10 @@ def test_d13_function_ref_without_kind_prefers_function_then_cluster_function(
     engine.create(fn(shared))
     cluster_scoped.create(fn(shared, cluster=True))
     cluster_scoped.create(fn(only_cluster, cluster=True))
-    engine.create(task("t1", mpe_name="m", functionRef=b.function_ref(shared, kind=None)))
-    engine.create(task("t2", mpe_name="m", functionRef=b.function_ref(only_cluster, kind=None)))
+    engine.create(task("t1", mpe_name="m", functionRef=objects.function_ref(shared, kind=None)))
+    engine.create(
+        task("t2", mpe_name="m", functionRef=objects.function_ref(only_cluster, kind=None))
+    )
     assert chosen(probe, "t1")[1] == fn_ref(shared, namespace)
     assert chosen(probe, "t2")[1] == fn_ref(only_cluster, None)
     probe.wait_phase("t2", "Running")
@@ -454,9 +465,11 @@ def test_d13_mpe_ref_without_kind_is_defaulted(
     cl = f"cl-mpe-{namespace}"
     cluster_scoped.create(objects.local_mpe(cl, cluster=True, namespace=namespace))
     engine.create(
-        task("t1", function_name="f", mediaProcessingEntityRef=b.mpe_ref("ns-mpe", kind=None))
+        task("t1", function_name="f", mediaProcessingEntityRef=objects.mpe_ref("ns-mpe", kind=None))
     )
-    engine.create(task("t2", function_name="f", mediaProcessingEntityRef=b.mpe_ref(cl, kind=None)))
+    engine.create(
+        task("t2", function_name="f", mediaProcessingEntityRef=objects.mpe_ref(cl, kind=None))
+    )
     assert chosen(probe, "t1")[0] == mpe_ref("ns-mpe", namespace)
     assert chosen(probe, "t2")[0] == mpe_ref(cl, None)
 
@@ -470,7 +483,9 @@ def test_d13_task_template_ref_without_kind_is_defaulted(
     engine.create(objects.local_mpe("m"))
     engine.create(fn("f"))
     ctt = f"ctt-{namespace}"
-    cluster_scoped.create(b.task_template(ctt, cluster=True, functionRef=b.function_ref("f")))
+    cluster_scoped.create(
+        objects.task_template(ctt, cluster=True, functionRef=objects.function_ref("f"))
+    )
     engine.create(task("t", mpe_name="m", taskTemplateRef={"name": ctt}))
     assert chosen(probe, "t")[1] == fn_ref("f", namespace)
     probe.wait_phase("t", "Running")
@@ -490,7 +505,7 @@ def test_d11_missing_task_template_is_a_clear_error_then_recovers(
     task_obj = probe.wait_message("t", 'tasktemplates.engine.nagare.media "tt" not found')
     assert task_obj["status"]["phase"] == "Initializing"
     assert "functionRef" not in task_obj["status"]
-    engine.create(b.task_template("tt", functionRef=b.function_ref("f")))
+    engine.create(objects.task_template("tt", functionRef=objects.function_ref("f")))
     probe.wait_phase("t", "Running")
     assert probe.status("t")["message"] == ""
     assert probe.status("t")["functionRef"] == fn_ref("f", namespace)
@@ -502,7 +517,7 @@ def test_d14_task_spec_is_not_mutated(engine, controller, probe, namespace):
     engine.create(objects.workflow("wf"))
     engine.create(objects.local_mpe("m"))
     engine.create(fn("f"))
-    engine.create(b.task_template("tt", functionRef={"name": "f"}))
+    engine.create(objects.task_template("tt", functionRef={"name": "f"}))
     created = engine.create(
         task(
             "t",
@@ -522,10 +537,14 @@ def test_d14_task_spec_is_not_mutated(engine, controller, probe, namespace):
 def test_selected_refs_are_sticky(engine, controller, probe, namespace, api_client):
     """Once written to status, the chosen MPE and Function stay, even when a retry happens after
     the selector would now match other objects."""
-    engine.create(objects.workflow("wf", media_locations=[b.location_entry("store", "store")]))
-    engine.create(b.s3_location("store", secret_name="creds"))  # Secret missing: JobPending waits
+    engine.create(
+        objects.workflow("wf", media_locations=[objects.location_entry("store", "store")])
+    )
+    engine.create(
+        objects.s3_location("store", secret_name="creds")
+    )  # Secret missing: JobPending waits
     engine.create(fn("f-old", version="1.0.0", labels={TIER: "gold"}))
-    engine.create(b.labelled(objects.local_mpe("m-old"), **{TIER: "gold"}))
+    engine.create(objects.labelled(objects.local_mpe("m-old"), **{TIER: "gold"}))
     engine.create(
         task(
             "t",
@@ -537,11 +556,11 @@ def test_selected_refs_are_sticky(engine, controller, probe, namespace, api_clie
     probe.wait_message("t", 'secrets "creds" not found')
     assert probe.phase("t") == "JobPending"
     client.CoreV1Api(api_client).create_namespaced_secret(
-        namespace, b.secret("creds", {"accessKeyID": "AKIA", "secretAccessKey": "s3cr3t"})
+        namespace, objects.secret("creds", {"accessKeyID": "AKIA", "secretAccessKey": "s3cr3t"})
     )
     # Now better matches exist: a newer MPE and a higher Function version (whose creation also
     # requeues the waiting Task).
-    engine.create(b.labelled(objects.local_mpe("m-new"), **{TIER: "gold"}))
+    engine.create(objects.labelled(objects.local_mpe("m-new"), **{TIER: "gold"}))
     engine.create(fn("f-new", version="2.0.0", labels={TIER: "gold"}))
     probe.wait_phase("t", "Running")
     status = probe.status("t")
@@ -555,6 +574,6 @@ def test_default_mpe_created_later_is_picked_up(engine, controller, probe, names
     engine.create(fn("f"))
     engine.create(task("t", function_name="f"))
     probe.wait_message("t", "failed to reconcile MediaProcessingEntity")
-    engine.create(b.default_mpe(objects.local_mpe("late-default")))
+    engine.create(objects.default_mpe(objects.local_mpe("late-default")))
     mpe, _ = chosen(probe, "t", timeout=30)
     assert mpe == mpe_ref("late-default", namespace)

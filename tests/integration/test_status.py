@@ -8,9 +8,8 @@ acknowledged with a status write.
 from __future__ import annotations
 
 from taskfsm.kube.resources import TASKS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of
 
 
@@ -18,7 +17,7 @@ def test_status_records_observed_generation_and_conditions(engine, controller, p
     """A Running Task's status names the generation it saw, has Initialized and Ready True and
     an empty message."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     created = engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     running = probe.wait_phase("t", "Running")
@@ -34,7 +33,7 @@ def test_spec_edit_is_acknowledged_through_observed_generation(
     """Editing the spec of a Running Task bumps its generation; the controller acknowledges it
     in status.observedGeneration without changing anything else."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
     before = probe.wait_phase("t", "Running")

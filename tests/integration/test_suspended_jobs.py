@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from taskfsm.build import jobs
 from taskfsm.kube.rest import JOBS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of
 
 

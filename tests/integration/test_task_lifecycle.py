@@ -9,8 +9,8 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 
 
 def setup_basics(engine, *, exit_code: int = 0, run_seconds: float = 0.0):

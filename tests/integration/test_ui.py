@@ -20,14 +20,13 @@ from playwright.sync_api import Page, sync_playwright
 
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import EVENTS, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.podlogs import ANNOTATION_LOG
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools.ui import charts
 from taskfsm.tools.ui.server import CSP
-from tests.support import builders as b
-from tests.support.ui import UiProcess, artefact_dir, launch_chromium
+from taskfsm_dev import objects
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.podlogs import ANNOTATION_LOG
+from taskfsm_dev.ui import UiProcess, artefact_dir, launch_chromium
+from taskfsm_dev.waiting import wait_for
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
@@ -88,7 +87,7 @@ def test_overview_counts_follow_the_cluster(
     assert page_counts(page, "task") == {}
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("quick", run_seconds=1))
-    engine.create(b.never_starting(objects.function("stuck")))
+    engine.create(objects.never_starting(objects.function("stuck")))
     engine.create(objects.local_mpe("local"))
     for name in ("a", "b"):
         engine.create(

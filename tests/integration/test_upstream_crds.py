@@ -23,11 +23,10 @@ from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import Rest
 from taskfsm.manager.controller import Controller, Settings
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Faults, FaultyRest, ReconcileTap, RequestLog
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
@@ -88,7 +87,7 @@ def test_no_status_write_when_nothing_changed_on_crds_without_observed_generatio
     rest = Rest(api)
     for obj in (
         objects.workflow("wf"),
-        b.never_starting(objects.function("f")),
+        objects.never_starting(objects.function("f")),
         objects.local_mpe("m"),
         objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"),
     ):

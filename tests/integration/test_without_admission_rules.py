@@ -18,10 +18,9 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.api.crdgen import crd_documents
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.crds import install_crds
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
 
 
 def without_cel_rules(node: Any) -> Any:
@@ -56,7 +55,7 @@ def test_crds_here_have_no_cel_rules(crds: list[str]) -> None:
 def test_mpe_ref_of_wrong_kind_is_a_clear_error(engine, controller, probe):
     """A mediaProcessingEntityRef whose kind is not an MPE kind is reported, not guessed."""
     engine.create(objects.workflow("wf"))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(
         objects.task(
@@ -78,7 +77,9 @@ def test_d16_media_location_of_wrong_kind_names_media_location(engine, controlle
     """D16: a Workflow mediaLocations ref of the wrong kind is reported as not referencing a
     MediaLocation (the reference's text wrongly said MediaProcessingEntity)."""
     engine.create(
-        objects.workflow("wf", media_locations=[b.location_entry("s", "f", kind=c.KIND_FUNCTION)])
+        objects.workflow(
+            "wf", media_locations=[objects.location_entry("s", "f", kind=c.KIND_FUNCTION)]
+        )
     )
     engine.create(objects.function("f"))
     engine.create(objects.local_mpe("m"))

@@ -14,9 +14,8 @@ from typing import Any
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
 from taskfsm.kube.resources import WORKFLOWS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of
 
 HOLD = "example.com/hold"
@@ -24,7 +23,7 @@ HOLD = "example.com/hold"
 
 def running_task(engine, probe, name: str = "t", *, workflow: str = "wf") -> dict[str, Any]:
     engine.create(objects.workflow(workflow))
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task(name, workflow_name=workflow, function_name="f", mpe_name="m"))
     return probe.wait_phase(name, "Running")
@@ -148,7 +147,7 @@ def test_workflow_gone_garbage_collects_task_and_job(engine, controller, probe, 
 def test_missing_workflow_is_a_clear_error_then_recovers(engine, controller, probe):
     """A Task naming a Workflow that does not exist reports it and retries; once the Workflow
     is created the Task proceeds and the message clears."""
-    engine.create(b.never_starting(objects.function("f")))
+    engine.create(objects.never_starting(objects.function("f")))
     engine.create(objects.local_mpe("m"))
     engine.create(objects.task("t", workflow_name="later", function_name="f", mpe_name="m"))
     task = probe.wait_message(

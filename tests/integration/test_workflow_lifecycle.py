@@ -22,9 +22,9 @@ from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import explain
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 
 WAIT = 3.0
 PHASES = {p.value for p in c.WorkflowPhase}

@@ -25,12 +25,12 @@ from kubernetes import client
 from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube import client as kube_client
 from taskfsm.kube.rest import Rest
-from taskfsm.testing.controlplane import ControlPlane
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.kubelet import SimulatedKubelet
 from taskfsm.tools import rbac
+from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.process import ControllerProcess
 from tests.support import identity
-from tests.support.process import ControllerProcess
 from tests.support.tenancy import PODS_REFUSED_TIMEOUT, Tenant
 
 CONTROLLER_NAMESPACE = rbac.NAMESPACE

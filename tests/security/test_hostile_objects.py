@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taskfsm.kube.errors import KubeError
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.tenancy import Tenant
 
 
@@ -100,7 +99,7 @@ def test_a_deep_function_and_task_template_are_refused_where_used(tenant: Tenant
         timeout=60,
         what=lambda: f"refusal: {tenant.status('Task', 'uses-fn')}",
     )
-    template = builders.task_template("deep-template", templatePatches={"spec": nested(300)})
+    template = objects.task_template("deep-template", templatePatches={"spec": nested(300)})
     _create_raw(tenant, "tasktemplates", template)
     tenant.create(objects.function("fn"))
     tenant.create(

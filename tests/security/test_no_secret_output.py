@@ -13,9 +13,8 @@ import uuid
 
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import SECRETS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import kubeconfig_secret, remote_mpe
 from tests.support.tenancy import Tenant, kubeconfig
 
@@ -34,15 +33,15 @@ def test_media_location_credentials_reach_only_the_jobs_secret(tenant: Tenant, c
     secret_value = f"s3cret-{uuid.uuid4().hex}"
     unused = f"unused-{uuid.uuid4().hex}"
     tenant.create(
-        builders.secret(
+        objects.secret(
             "aws",
             {"accessKeyID": "AKIA-test", "secretAccessKey": secret_value, "unrelated": unused},
         )
     )
-    tenant.create(builders.s3_location("s3", secret_name="aws"))
-    tenant.create(builders.s3_location("broken", secret_name="aws", key="nope"))
+    tenant.create(objects.s3_location("s3", secret_name="aws"))
+    tenant.create(objects.s3_location("broken", secret_name="aws", key="nope"))
     workflow = objects.workflow("wf")
-    workflow["spec"]["mediaLocations"] = [builders.location_entry("media", "s3")]
+    workflow["spec"]["mediaLocations"] = [objects.location_entry("media", "s3")]
     tenant.create(workflow)
     tenant.create(objects.function("fn", run_seconds=0.2))
     tenant.create(objects.local_mpe("local", default=True))

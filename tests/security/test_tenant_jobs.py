@@ -18,9 +18,9 @@ from kubernetes import client, utils
 from taskfsm.kube import client as kube_client
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.rest import JOBS, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
 from taskfsm.tools import job_policy, rbac
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.tenancy import PODS_REFUSED_TIMEOUT, Tenant
 
 

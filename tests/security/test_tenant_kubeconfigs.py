@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from taskfsm.kube.rest import SECRETS
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import kubeconfig_secret, remote_mpe
 from tests.support.tenancy import CredentialTrap, Tenant, kubeconfig
 

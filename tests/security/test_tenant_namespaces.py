@@ -18,9 +18,8 @@ from taskfsm.api import constants as c
 from taskfsm.kube.errors import Forbidden
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import SECRETS
-from taskfsm.testing import objects
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders
+from taskfsm_dev import objects
+from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import kubeconfig_secret, remote_mpe
 from tests.support.tenancy import Tenant, no_task_children_outside
 
@@ -72,12 +71,12 @@ def test_a_remote_mpe_cannot_read_a_kubeconfig_secret_of_another_namespace(tenan
 
 def test_a_media_location_cannot_copy_a_secret_of_another_namespace(tenant, bystander):
     value = "bystander-s3cret-value"
-    bystander.create(builders.secret("aws", {"accessKeyID": value, "secretAccessKey": value}))
+    bystander.create(objects.secret("aws", {"accessKeyID": value, "secretAccessKey": value}))
     tenant.create(
-        builders.s3_location("s3", secret_name="aws", secret_namespace=bystander.namespace)
+        objects.s3_location("s3", secret_name="aws", secret_namespace=bystander.namespace)
     )
     workflow = objects.workflow("wf")
-    workflow["spec"]["mediaLocations"] = [builders.location_entry("media", "s3")]
+    workflow["spec"]["mediaLocations"] = [objects.location_entry("media", "s3")]
     tenant.create(workflow)
     tenant.create(objects.function("fn"))
     tenant.create(objects.local_mpe("local", default=True))
@@ -111,7 +110,7 @@ def test_a_task_resolves_refs_only_in_its_own_namespace(tenant, bystander, field
     ``bystander-template``; the tenant names them and finds nothing."""
     if bystander.get("Function", "bystander-fn") is None:
         bystander.create(objects.function("bystander-fn"))
-        bystander.create(builders.task_template("bystander-template"))
+        bystander.create(objects.task_template("bystander-template"))
     tenant.create(objects.workflow("wf"))
     if field != "functionRef":
         tenant.create(objects.function("fn"))
@@ -163,7 +162,7 @@ def test_children_labelled_for_another_namespaces_task_are_left_alone(tenant, by
     """A Secret in the tenant's namespace labelled for a (gone) Task of the bystander: the orphan
     collector neither deletes it nor writes an Event into the bystander's namespace."""
     tenant.basics()
-    secret = builders.secret("fake-child", {"x": "y"})
+    secret = objects.secret("fake-child", {"x": "y"})
     secret["metadata"]["labels"] = {
         c.LABEL_TASK_NAMESPACE: bystander.namespace,
         c.LABEL_TASK_NAME: "ghost",

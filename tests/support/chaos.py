@@ -1,7 +1,7 @@
 """Fault-injection helpers: a crashable ``taskfsm run`` process, a ledger of every child the
 controller ever made, and the lifecycle invariants a run must end with (``tests/faults``).
 
-* :class:`CrashableController` — :class:`tests.support.process.ControllerProcess` with extra
+* :class:`CrashableController` — :class:`taskfsm_dev.process.ControllerProcess` with extra
   environment for one start, so a test can set ``TASKFSM_CRASH_AFTER`` (``tests.support.crashpoints``)
   for one life of the process and restart it without;
 * :class:`ChildLedger` — watches Jobs and Secrets of a namespace (on its own connection, not the
@@ -42,10 +42,10 @@ from taskfsm.kube.errors import NotFound
 from taskfsm.kube.informer import ADDED, Informer
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, NAMESPACES, SECRETS, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import REPO_ROOT, free_port
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import REPO_ROOT, free_port
+from taskfsm_dev.process import ControllerProcess
 from tests.support import crashpoints
-from tests.support.process import ControllerProcess
 
 CRASH_ENV = crashpoints.ENV
 CRASH_EXIT = 137
@@ -485,7 +485,7 @@ class SideNamespace:
     may exist anywhere."""
 
     def __init__(self, api_client: client.ApiClient, name: str) -> None:
-        from taskfsm.testing.kubelet import SimulatedKubelet
+        from taskfsm_dev.kubelet import SimulatedKubelet
 
         self.api_client = api_client
         self.name = name

@@ -25,8 +25,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from taskfsm.api import constants as c
-from taskfsm.testing.controlplane import ControlPlane
 from taskfsm.tools import rbac
+from taskfsm_dev.controlplane import ControlPlane
 
 TOKEN_SECONDS = 48 * 3600
 """Lifetime of the bound tokens (longer than any test session)."""

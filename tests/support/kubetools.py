@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from taskfsm.testing.controlplane import REPO_ROOT, binaries_dir
+from taskfsm_dev.controlplane import REPO_ROOT, binaries_dir
 
 HELM_BUILD = REPO_ROOT / "tools" / "helm" / "build.sh"
 

@@ -22,7 +22,7 @@ from taskfsm.api import constants as c
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import EVENTS, JOBS, PODS, SECRETS, Rest
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev.waiting import wait_for
 
 
 def now_rfc3339() -> str:

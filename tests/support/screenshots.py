@@ -21,14 +21,13 @@ from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import Rest
 from taskfsm.manager.controller import Controller, Settings
-from taskfsm.testing import objects
-from taskfsm.testing.controlplane import REPO_ROOT, ControlPlane
-from taskfsm.testing.crds import install_crds
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.podlogs import ANNOTATION_LOG
-from taskfsm.testing.waiting import wait_for
-from tests.support import builders as b
-from tests.support.ui import UiProcess, launch_chromium
+from taskfsm_dev import objects
+from taskfsm_dev.controlplane import REPO_ROOT, ControlPlane
+from taskfsm_dev.crds import install_crds
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.podlogs import ANNOTATION_LOG
+from taskfsm_dev.ui import UiProcess, launch_chromium
+from taskfsm_dev.waiting import wait_for
 
 NAMESPACE = "media"
 LOG = "probing input.mp4: h264 1920x1080 25 fps\ntranscoding to 3 renditions\nwrote 3 renditions"
@@ -46,7 +45,7 @@ def populate(api: client.ApiClient) -> None:
         LOG
     )
     create(transcode)
-    create(b.never_starting(objects.function("package")))
+    create(objects.never_starting(objects.function("package")))
     create(objects.function("thumbnail", exit_code=2))
     create(objects.local_mpe("local"))
     for name, function in (

@@ -10,9 +10,9 @@ from typing import Any
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import CORE_EVENTS, JOBS, SECRETS, Rest
-from taskfsm.testing import objects
-from taskfsm.testing.kubelet import SimulatedKubelet
-from taskfsm.testing.waiting import wait_for
+from taskfsm_dev import objects
+from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.waiting import wait_for
 
 PODS_REFUSED_TIMEOUT = 45
 """--job-pods-refused-timeout of the security tests' controller (seconds)."""
@@ -111,7 +111,7 @@ class CredentialTrap:
         import ssl
         import threading
 
-        from tests.support.httpproxy import _make_ca_and_cert
+        from taskfsm_dev.proxies import _make_ca_and_cert
 
         self.ca, cert, key = _make_ca_and_cert(workdir)
         self.seen: list[tuple[str, str]] = []

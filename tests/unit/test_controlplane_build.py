@@ -6,7 +6,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from taskfsm.testing.controlplane import BUILD_SCRIPT
+import pytest
+
+from taskfsm_dev import controlplane
+from taskfsm_dev.controlplane import BUILD_SCRIPT
 
 
 def run_build(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -53,3 +56,25 @@ def test_cached_binaries_are_reused(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(cached)
     assert "building" not in proc.stderr
+
+
+def test_the_harness_honours_kubebuilder_assets_without_a_build_script(tmp_path, monkeypatch):
+    """From anywhere (no checkout's build script), KUBEBUILDER_ASSETS names the binaries."""
+    make_binaries(tmp_path, ("etcd", "kube-apiserver"))
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(tmp_path))
+    monkeypatch.setattr(controlplane, "BUILD_SCRIPT", tmp_path / "missing" / "build.sh")
+    assert controlplane.binaries_dir() == tmp_path
+
+
+def test_the_harness_names_a_missing_binary_of_kubebuilder_assets(tmp_path, monkeypatch):
+    make_binaries(tmp_path, ("etcd",))
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(tmp_path))
+    with pytest.raises(controlplane.ControlPlaneError, match="lacks kube-apiserver"):
+        controlplane.binaries_dir()
+
+
+def test_the_harness_without_assets_or_build_script_fails_loudly(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBEBUILDER_ASSETS", raising=False)
+    monkeypatch.setattr(controlplane, "BUILD_SCRIPT", tmp_path / "missing" / "build.sh")
+    with pytest.raises(controlplane.ControlPlaneError, match="KUBEBUILDER_ASSETS is not set"):
+        controlplane.binaries_dir()

@@ -17,7 +17,7 @@ import pytest
 
 from taskfsm.kube import kubeconfig
 from taskfsm.kube.kubeconfig import KubeconfigPolicy, KubeconfigRefused
-from tests.support.httpproxy import _make_ca_and_cert
+from taskfsm_dev.proxies import _make_ca_and_cert
 
 
 def doc(cluster: dict | None = None, user: dict | None = None, **top: object) -> dict:

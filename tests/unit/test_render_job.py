@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from taskfsm.cli import main
-from taskfsm.tools.demo import SAMPLES
+from taskfsm_dev.demo import SAMPLES
 
 
 @pytest.fixture

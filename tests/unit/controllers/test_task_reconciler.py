@@ -28,7 +28,7 @@ from taskfsm.controllers.task.seen_jobs import SeenJobs
 from taskfsm.controllers.task.write import TaskWriter
 from taskfsm.kube.errors import Conflict, Forbidden, NotFound
 from taskfsm.kube.rest import JOBS
-from taskfsm.testing import objects
+from taskfsm_dev import objects
 
 NS = "ns"
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -1,4 +1,5 @@
-"""``taskfsm demo``: the whole system on an embedded local control plane, with sample Workflows.
+"""``make demo`` (``python -m taskfsm_dev.demo``): the whole system on an embedded local control
+plane, with sample Workflows.
 
 Steps: build (or reuse) and start etcd + kube-apiserver + kube-controller-manager; install the
 CRDs; start the controller (with a 2 s ``workflowTerminationWaitingDuration``, so Workflows
@@ -12,10 +13,10 @@ reached the phase its ``demo.taskfsm.dev/expected-phase`` annotation names, 1 ot
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -106,9 +107,9 @@ def main(*, output: Path, timeout: float = 180.0, keep: bool = False) -> int:
     from taskfsm.kube.rest import NAMESPACES, Rest
     from taskfsm.manager import logs
     from taskfsm.manager.controller import Controller, Settings
-    from taskfsm.testing.controlplane import ControlPlane, binaries_dir
-    from taskfsm.testing.crds import install_crds
-    from taskfsm.testing.kubelet import SimulatedKubelet
+    from taskfsm_dev.controlplane import ControlPlane, binaries_dir
+    from taskfsm_dev.crds import install_crds
+    from taskfsm_dev.kubelet import SimulatedKubelet
 
     logs.configure(level="WARNING")
     say("demo: building or reusing the control-plane binaries (the first build takes minutes) ...")
@@ -232,5 +233,27 @@ def follow(api: Any, expected: dict[Key, str], timeout: float) -> dict[Key, list
     return paths
 
 
+def cli(argv: list[str] | None = None) -> NoReturn:
+    """``python -m taskfsm_dev.demo [--output DIR] [--timeout S] [--keep]``; ends the process
+    itself, like ``taskfsm run`` (library daemon threads may still run)."""
+    from taskfsm.cli import exit_after_stop
+
+    parser = argparse.ArgumentParser(
+        prog="python -m taskfsm_dev.demo",
+        description="run everything on an embedded local control plane with sample Tasks",
+    )
+    parser.add_argument(
+        "--output", default="demo-output", help="directory for the diagrams of the paths taken"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds to wait for all Tasks"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the control plane running until Ctrl-C"
+    )
+    args = parser.parse_args(argv)
+    exit_after_stop(main(output=Path(args.output), timeout=args.timeout, keep=args.keep))
+
+
 if __name__ == "__main__":
-    sys.exit(main(output=Path("demo-output")))
+    cli()

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from taskfsm.testing.controlplane import REPO_ROOT
+from taskfsm_dev.controlplane import REPO_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -22,7 +22,7 @@ from typing import Any
 
 from taskfsm.kube.buckets import bucket_lease_name
 from taskfsm.kube.rest import LEASES, Rest
-from tests.support.process import ControllerProcess
+from taskfsm_dev.process import ControllerProcess
 
 FAST_TIMINGS = (5.0, 3.0, 1.0)
 """(lease duration, renew deadline, retry period) short enough for tests."""
@@ -241,9 +241,9 @@ def ownership_problems(procs: Sequence[ControllerProcess], tolerance: float = 0.
                     f"{r.replica} reconciled {r.key} (bucket {r.bucket}) at {r.at:.3f} "
                     f"outside its holdings {spans}"
                 )
-    for bucket, spans in sorted(by_bucket.items()):
-        for a_start, a_end, a_name in spans:
-            for b_start, b_end, b_name in spans:
+    for bucket, named in sorted(by_bucket.items()):
+        for a_start, a_end, a_name in named:
+            for b_start, b_end, b_name in named:
                 if a_name < b_name and a_start < b_end and b_start < a_end:
                     problems.append(
                         f"bucket {bucket}: held by {a_name} ({a_start:.3f}-{a_end:.3f}) and "

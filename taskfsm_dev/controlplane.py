@@ -39,8 +39,11 @@ import yaml
 if TYPE_CHECKING:
     from taskfsm.kube.client import ApiClient
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The checkout this development package lives in (it is never installed anywhere else)."""
 BUILD_SCRIPT = REPO_ROOT / "tools" / "controlplane" / "build.sh"
+BINARIES = ("etcd", "kube-apiserver")
+"""What a control plane cannot start without (kube-controller-manager is optional)."""
 
 #: The controllers kube-controller-manager runs: what taskfsm's Jobs, TTLs, owner references and
 #: test namespaces need, nothing that wants nodes, a scheduler or cloud credentials.
@@ -61,22 +64,35 @@ class ControlPlaneError(RuntimeError):
 def binaries_dir() -> Path:
     """Return the directory holding ``etcd``, ``kube-apiserver`` and ``kube-controller-manager``.
 
-    Honours ``KUBEBUILDER_ASSETS`` (the envtest convention); otherwise runs
-    ``tools/controlplane/build.sh``, which reuses cached binaries and builds only what is missing
-    (a cold build takes tens of minutes on 2 cores, see docs/control-plane.md).
+    ``KUBEBUILDER_ASSETS`` (the envtest convention) names it directly: no build script is
+    needed then. Otherwise the checkout's ``tools/controlplane/build.sh`` runs, which reuses
+    cached binaries and builds only what is missing (a cold build takes tens of minutes on 2
+    cores, see docs/control-plane.md).
 
     Raises:
-        ControlPlaneError: the build failed or the binaries are missing (with the build's output).
+        ControlPlaneError: the directory lacks a binary, there is neither ``KUBEBUILDER_ASSETS``
+            nor a build script, or the build failed (with its output).
     """
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    if assets:
+        return _checked(Path(assets), "KUBEBUILDER_ASSETS")
+    if not BUILD_SCRIPT.is_file():
+        raise ControlPlaneError(
+            f"no control plane binaries: KUBEBUILDER_ASSETS is not set and {BUILD_SCRIPT} does "
+            "not exist; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver"
+        )
     proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ControlPlaneError(
             f"building the control plane failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
         )
-    path = Path(proc.stdout.strip().splitlines()[-1])
-    for name in ("etcd", "kube-apiserver"):
+    return _checked(Path(proc.stdout.strip().splitlines()[-1]), str(BUILD_SCRIPT))
+
+
+def _checked(path: Path, source: str) -> Path:
+    for name in BINARIES:
         if not (path / name).is_file():
-            raise ControlPlaneError(f"{path} lacks {name}")
+            raise ControlPlaneError(f"{path} (from {source}) lacks {name}")
     return path
 
 

@@ -1,7 +1,8 @@
-"""More nagare object factories for reconcile tests (complements :mod:`taskfsm.testing.objects`).
+"""Factories of nagare objects (dicts) for the tests, the benchmarks and the demo.
 
-TaskTemplates, MediaLocations with credential Secrets, Workflows with media locations, and
-modifiers that change how a Function's Job behaves:
+The kinds (Workflows, Functions, MPEs, Tasks, TaskTemplates, MediaLocations with credential
+Secrets, references), and modifiers that change how a Function's Job behaves under the
+simulated kubelet (:mod:`taskfsm_dev.kubelet`):
 
 * :func:`never_starting`: the simulated kubelet never starts its pods (the Job stays active);
 * :func:`externally_managed`: ``spec.managedBy`` names another controller, so the real Job
@@ -16,8 +17,107 @@ import base64
 import copy
 from typing import Any
 
+import yaml
+
 from taskfsm.api import constants as c
-from taskfsm.testing.kubelet import ANNOTATION_NEVER_START
+from taskfsm_dev.kubelet import ANNOTATION_EXIT_CODE, ANNOTATION_NEVER_START, ANNOTATION_RUN_SECONDS
+
+
+def workflow(
+    name: str, *, media_locations: list[dict[str, Any]] | None = None, **spec: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_WORKFLOW,
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
+    if media_locations is not None:
+        body["spec"]["mediaLocations"] = media_locations
+    return body
+
+
+def function(
+    name: str,
+    *,
+    version: str = "1.0.0",
+    exit_code: int = 0,
+    run_seconds: float = 0.0,
+    cluster: bool = False,
+    default_config: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    local_only: bool = False,
+) -> dict[str, Any]:
+    """A Function (or ClusterFunction) whose pods the simulated kubelet plays out as told."""
+    spec: dict[str, Any] = {
+        "version": version,
+        "localMediaProcessingEntitiesOnly": local_only,
+        "template": {
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {
+                        "annotations": {
+                            ANNOTATION_EXIT_CODE: str(exit_code),
+                            ANNOTATION_RUN_SECONDS: str(run_seconds),
+                        }
+                    },
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {"name": "function", "image": f"example.invalid/{name}:latest"}
+                        ],
+                    },
+                },
+            }
+        },
+    }
+    if default_config:
+        spec["defaultConfig"] = default_config
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_CLUSTER_FUNCTION if cluster else c.KIND_FUNCTION,
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def local_mpe(
+    name: str, *, namespace: str | None = None, default: bool = False, cluster: bool = False
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if default:
+        meta["annotations"] = {
+            c.ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY: c.ANNOTATION_VALUE_TRUE
+        }
+    local = {"namespace": namespace} if namespace else {}
+    kind = c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY if cluster else c.KIND_MEDIA_PROCESSING_ENTITY
+    return {"apiVersion": c.API_VERSION, "kind": kind, "metadata": meta, "spec": {"local": local}}
+
+
+def task(
+    name: str,
+    *,
+    workflow_name: str,
+    function_name: str | None = None,
+    mpe_name: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"workflowRef": {"name": workflow_name}, **spec}
+    if function_name:
+        body["functionRef"] = {"kind": c.KIND_FUNCTION, "name": function_name}
+    if mpe_name:
+        body["mediaProcessingEntityRef"] = {
+            "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
+            "name": mpe_name,
+        }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_TASK,
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
 
 MANAGED_BY_TESTS = "taskfsm.dev/tests"
 """``spec.managedBy`` of Jobs whose status the test writes (the Job controller skips them)."""
@@ -25,7 +125,8 @@ MANAGED_BY_TESTS = "taskfsm.dev/tests"
 
 def _pod_annotations(function: dict[str, Any]) -> dict[str, str]:
     template = function["spec"]["template"].setdefault("spec", {}).setdefault("template", {})
-    return template.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations: dict[str, str] = template.setdefault("metadata", {}).setdefault("annotations", {})
+    return annotations
 
 
 def never_starting(function: dict[str, Any]) -> dict[str, Any]:
@@ -153,8 +254,6 @@ def kubeconfig_secret(
     name: str, kubeconfig: dict[str, Any], *, key: str = "kubeconfig"
 ) -> dict[str, Any]:
     """A Secret holding ``kubeconfig`` (a dict) as YAML under ``key``, for a remote MPE."""
-    import yaml
-
     return secret(name, {key: yaml.safe_dump(kubeconfig)})
 
 

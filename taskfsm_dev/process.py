@@ -25,7 +25,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from taskfsm.testing.controlplane import REPO_ROOT, free_port
+from taskfsm_dev.controlplane import REPO_ROOT, free_port
 
 
 class ControllerProcessError(RuntimeError):
@@ -176,7 +176,8 @@ class ControllerProcess:
             return 0, str(exc)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        """Wait until ``/readyz`` answers 200; raise with the log tail if the process exits first."""
+        """Wait until ``/readyz`` answers 200; raise with the log tail if the process exits
+        first."""
         deadline = time.monotonic() + timeout
         last: tuple[int, str] = (0, "")
         while time.monotonic() < deadline:
@@ -194,7 +195,8 @@ class ControllerProcess:
 
     def metrics_text(self) -> str:
         with urllib.request.urlopen(self.metrics_url, timeout=5) as response:
-            return response.read().decode()
+            text: str = response.read().decode()
+            return text
 
     def samples(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         """Every sample of ``/metrics`` as ``{(name, sorted label pairs): value}``."""

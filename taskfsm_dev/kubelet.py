@@ -20,7 +20,7 @@ Policies:
 * any callable ``pod dict -> PodOutcome``.
 
 With ``logs=True`` the kubelet also binds the pods it starts to a Node of its own and serves
-their container logs (:mod:`taskfsm.testing.podlogs`), so ``kubectl logs`` and ``taskfsm logs``
+their container logs (:mod:`taskfsm_dev.podlogs`), so ``kubectl logs`` and ``taskfsm logs``
 work on the local control plane; the ``kubelet.taskfsm.dev/log`` annotation holds the text.
 """
 
@@ -41,7 +41,7 @@ from taskfsm.kube.client import ApiClient
 from taskfsm.kube.errors import KubeError, NotFound, Unavailable
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.rest import PODS, SECRETS, Rest
-from taskfsm.testing.podlogs import LogServer
+from taskfsm_dev.podlogs import LogServer
 
 log = logging.getLogger(__name__)
 
