@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/bench_replicas.py [--tasks 300] [--replicas 1,2,4]``; prints a
 Markdown table. ``run(...)`` returns the rows as dicts (for ``make bench``).
 
-Same setup as ``benchmarks/bench_controller.py`` (whose helpers this imports): a local control
+Same setup as ``benchmarks/bench_controller.py`` (both build on ``benchmarks/harness.py``): a local control
 plane with kube-controller-manager's client limits raised, the pooled simulated kubelet, Tasks
 created by 8 client threads, a watch timing each Task's Job and ``Succeeded``. Per row, a fresh
 namespace holds the Tasks and the Leases, and N ``taskfsm run --leader-elect --buckets B``
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_controller import (  # noqa: E402 (after the sys.path entries above)
+from harness import (  # noqa: E402 (after the sys.path entries above)
     CREATE_THREADS,
     KCM_ARGS,
     Bench,
@@ -162,7 +162,7 @@ def run(
 ) -> list[dict[str, Any]]:
     """One burst of ``tasks`` per replica count (and, with ``baseline``, one single leader with
     ``--buckets 1``); on ``plane`` (with the kube-controller-manager flags of
-    ``bench_controller.KCM_ARGS``) or a control plane of its own."""
+    ``harness.KCM_ARGS``) or a control plane of its own."""
     from taskfsm.api.crdgen import crd_documents
     from taskfsm_dev.controlplane import ControlPlane
     from taskfsm_dev.crds import install_crds
