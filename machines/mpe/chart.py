@@ -136,8 +136,12 @@ class MpeLifecycle(StateChart[PassRecord]):
         )
         | following.to(None, before="release_retired_locations", on="schedule_resync")
     )
+    # A live MPE's error (its client could not be set up, or a write failed) leaves it
+    # Unusable for the pass; its Ready condition says so only for the MPE's own problems.
     error_execution = (
-        cast(State, live).to(live.unusable, on="report_unusable")
+        live.connecting.to(live.unusable, on="report_unusable")
+        | live.ready.to(live.unusable, on="report_unusable")
+        | live.unusable.to(None, on="report_unusable")
         | following.to(None, on="report_error")
         | deleting.to(None, on="report_deletion_blocked")
     )

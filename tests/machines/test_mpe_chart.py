@@ -263,6 +263,14 @@ SITUATIONS: list[tuple[dict[str, BaseException] | None, dict[str, Any]]] = [
     (None, {"has_finalizer": True, "ready_condition": "False"}),
     (None, {"has_finalizer": True, "tasks_using": 1}),
     ({"connect": Refused("down", "NotReachable")}, {"has_finalizer": True}),
+    (
+        {"connect": Refused("down", "NotReachable")},
+        {"has_finalizer": True, "ready_condition": "True", "client_ready": True},
+    ),
+    (
+        {"connect": Refused("down", "NotReachable")},
+        {"has_finalizer": True, "ready_condition": "False"},
+    ),
     (None, {"manages_status": False}),
     (None, {"manages_status": False, "ready_condition": "True", "client_ready": True}),
     (None, {"manages_status": False, "tasks_using": 1}),
