@@ -34,7 +34,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from taskfsm import __version__
+from taskfsm import __version__, defaults
 
 OUTPUTS = ("wide", "json", "yaml", "name")
 """What ``-o`` takes (taskfsm.tools.tasks.OUTPUTS; repeated so ``--help`` imports nothing)."""
@@ -181,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         health_address=args.health_probe_bind_address or None,
         leader_election=leader_elect,
         lease_namespace=args.leader_election_namespace
-        or os.environ.get("POD_NAMESPACE", "default"),
+        or os.environ.get("POD_NAMESPACE", defaults.LEASE_NAMESPACE),
         lease_name=args.leader_election_id,
         resync_seconds=args.resync_period,
         watch_timeout=args.watch_timeout,
@@ -383,17 +383,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--workers",
         type=int,
-        default=4,
+        default=defaults.WORKERS,
         help="concurrent Task reconciles; one Task is never reconciled twice at once (default 4)",
     )
     run.add_argument(
         "--metrics-bind-address",
-        default=":8080",
+        default=defaults.METRICS_ADDRESS,
         help="host:port of Prometheus /metrics; '' disables (default :8080)",
     )
     run.add_argument(
         "--health-probe-bind-address",
-        default=":8081",
+        default=defaults.HEALTH_ADDRESS,
         help="host:port of /healthz and /readyz; '' disables (default :8081)",
     )
     run.add_argument(
@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--leader-election-id",
-        default="taskfsm-task-controller",
+        default=defaults.LEASE_NAME,
         help="name of the Lease (default taskfsm-task-controller)",
     )
     run.add_argument(
@@ -427,54 +427,54 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--leader-election-lease-duration",
         type=float,
-        default=15.0,
+        default=defaults.LEASE_DURATION,
         help="seconds a follower waits for a Lease not renewed before taking it (default 15)",
     )
     run.add_argument(
         "--leader-election-renew-deadline",
         type=float,
-        default=10.0,
+        default=defaults.RENEW_DEADLINE,
         help="seconds a leader keeps trying to renew before it gives up and exits; writes need a "
         "renewal sent less than this long ago (default 10)",
     )
     run.add_argument(
         "--leader-election-retry-period",
         type=float,
-        default=2.0,
+        default=defaults.RETRY_PERIOD,
         help="seconds between renewals and between acquisition attempts (default 2)",
     )
     run.add_argument(
         "--resync-period",
         type=float,
-        default=300.0,
+        default=defaults.RESYNC_SECONDS,
         help="seconds after which a Task with a Job (or waiting for one) is reconciled again "
         "without any event (default 300)",
     )
     run.add_argument(
         "--job-ttl-seconds",
         type=int,
-        default=86400,
+        default=defaults.JOB_TTL_SECONDS,
         help="ttlSecondsAfterFinished of every Job (overrides the Function's template): how long "
         "a finished Job and its logs stay (default 86400)",
     )
     run.add_argument(
         "--cleanup-timeout",
         type=float,
-        default=120.0,
+        default=defaults.CLEANUP_TIMEOUT,
         help="seconds a deleting Task waits for an unreachable MediaProcessingEntity to clean up "
         "its Job before leaving it behind with a Warning Event JobAbandoned (default 120)",
     )
     run.add_argument(
         "--orphan-sweep-period",
         type=float,
-        default=60.0,
+        default=defaults.ORPHAN_SWEEP_SECONDS,
         help="seconds between searches for Jobs and Secrets whose Task is gone; they are also "
         "found on every reconcile of their Task's key (default 60)",
     )
     run.add_argument(
         "--api-error-max-backoff",
         type=float,
-        default=30.0,
+        default=defaults.API_ERROR_MAX_BACKOFF,
         help="cap in seconds on the retry backoff of a reconcile that failed because the API "
         "was unreachable or refused; errors of the object itself back off up to ~16 min "
         "(default 30)",
@@ -482,40 +482,40 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--watch-timeout",
         type=float,
-        default=240.0,
+        default=defaults.WATCH_TIMEOUT,
         help="server-side duration in seconds of one watch request, each jittered down to "
         "80-100%% (default 240)",
     )
     run.add_argument(
         "--watch-read-margin",
         type=float,
-        default=30.0,
+        default=defaults.WATCH_READ_MARGIN,
         help="seconds past the watch timeout before a silent connection counts as dead "
         "(default 30)",
     )
     run.add_argument(
         "--watch-max-backoff",
         type=float,
-        default=30.0,
+        default=defaults.WATCH_MAX_BACKOFF,
         help="cap in seconds on the wait before retrying a failing list or watch, jittered "
         "0.5-1.5x (default 30)",
     )
     run.add_argument(
         "--shutdown-timeout",
         type=float,
-        default=30.0,
+        default=defaults.SHUTDOWN_TIMEOUT,
         help="seconds in-flight reconciles get on SIGTERM (default 30)",
     )
     run.add_argument(
         "--cache-sync-timeout",
         type=float,
-        default=120.0,
+        default=defaults.CACHE_SYNC_TIMEOUT,
         help="seconds to wait for the first lists before exiting with 1 (default 120)",
     )
     run.add_argument(
         "--buckets",
         type=int,
-        default=1,
+        default=defaults.BUCKETS,
         help="split the Tasks and Workflows into this many buckets, each owned through a Lease "
         "taskfsm-bucket-<i>-of-<B>, so the replicas share the work; 1: one leader does "
         "everything. Above 1 it needs --leader-elect; every replica must run the same value, "
@@ -523,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--controllers",
-        default="task,workflow,mpe",
+        default=",".join(defaults.CONTROLLERS),
         help="comma-separated controllers to run: task (Tasks, their Jobs, the orphan sweep), "
         "workflow (Workflow phases; leave it out beside another Workflow controller), mpe (the "
         "MediaProcessingEntity finalizer and Ready/Failed conditions); a controller left out "
@@ -542,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--job-pods-refused-timeout",
         type=float,
-        default=600.0,
+        default=defaults.JOB_PODS_REFUSED_TIMEOUT,
         help="seconds a Running Task waits while its Job's pods are refused (Pod Security, an "
         "admission policy, a quota; Ready=False JobPodsRefused meanwhile) before it fails; "
         "0 waits for ever (default 600)",

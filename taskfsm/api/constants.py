@@ -11,6 +11,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
+from taskfsm import defaults
+
 # --- API group (docs/behaviour.md §1.1) ---------------------------------------------------------
 
 GROUP: Final = "engine.nagare.media"
@@ -99,7 +101,7 @@ TASK_DATA_FILE_NAME: Final = "data.json"  # the Secret key and the file under th
 
 # --- Jobs ----------------------------------------------------------------------------------------
 
-JOB_TTL_SECONDS_AFTER_FINISHED: Final = 86400  # always overrides the template (§2)
+JOB_TTL_SECONDS_AFTER_FINISHED: Final = defaults.JOB_TTL_SECONDS  # overrides the template (§2)
 
 # --- Controller names (§2) -----------------------------------------------------------------------
 

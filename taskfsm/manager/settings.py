@@ -1,5 +1,5 @@
-"""What ``taskfsm run`` configures: the controller's settings, with their defaults (the one
-home of them: the CLI's flags take their defaults from :data:`DEFAULTS`, and the flag table of
+"""What ``taskfsm run`` configures: the controller's settings. Their defaults are
+:mod:`taskfsm.defaults`' (the CLI's flags take theirs from there too, and the flag table of
 docs/operations.md is generated from the CLI's parser, ``python -m taskfsm.flagdoc``).
 """
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from machines.workflow.observation import DEFAULT_WAITING_SECONDS
-from taskfsm.api import constants as c
+from taskfsm import defaults as d
 from taskfsm.api.config import NatsConfiguration
 from taskfsm.kube.kubeconfig import STRICT as STRICT_KUBECONFIGS
 from taskfsm.kube.kubeconfig import KubeconfigPolicy
 
-CONTROLLERS = ("task", "workflow", "mpe")
+CONTROLLERS = d.CONTROLLERS
 """What ``--controllers`` may name: the Task controller, the Workflow controller and the
 MediaProcessingEntity status controller (finalizer, Ready/Failed). Without ``mpe`` the MPE
 clients are still built, for the Tasks, but nothing is written to the MPEs."""
@@ -24,58 +24,58 @@ clients are still built, for the Tasks, but nothing is written to the MPEs."""
 class Settings:
     """Controller settings (``taskfsm run`` flags map onto these)."""
 
-    workers: int = 4
+    workers: int = d.WORKERS
     """Concurrent Task reconciles (one per Task at a time)."""
     namespace: str | None = None
     """Watch one namespace only; None watches all."""
-    resync_seconds: float = 300.0
+    resync_seconds: float = d.RESYNC_SECONDS
     """A Task whose Job may still change is reconciled at least this often without events."""
-    watch_timeout: float = 240.0
+    watch_timeout: float = d.WATCH_TIMEOUT
     """Server-side watch duration (s); a dead connection is noticed within this plus
     ``read_margin``."""
-    read_margin: float = 30.0
-    watch_max_backoff: float = 30.0
+    read_margin: float = d.WATCH_READ_MARGIN
+    watch_max_backoff: float = d.WATCH_MAX_BACKOFF
     """Cap (s) on the wait before re-opening a failing watch (jittered to 0.5-1.5 times)."""
-    metrics_address: str | None = ":8080"
+    metrics_address: str | None = d.METRICS_ADDRESS
     """``host:port`` for /metrics; None disables it."""
-    health_address: str | None = ":8081"
+    health_address: str | None = d.HEALTH_ADDRESS
     """``host:port`` for /healthz and /readyz; None disables them."""
     leader_election: bool = False
-    lease_namespace: str = "default"
-    lease_name: str = "taskfsm-task-controller"
+    lease_namespace: str = d.LEASE_NAMESPACE
+    lease_name: str = d.LEASE_NAME
     identity: str = ""
-    lease_duration: float = 15.0
+    lease_duration: float = d.LEASE_DURATION
     """Leader election (s): a follower takes a Lease not renewed for this long."""
-    renew_deadline: float = 10.0
+    renew_deadline: float = d.RENEW_DEADLINE
     """Leader election (s): a leader whose renewal is not answered within this long after the
     previous one gives up (and exits); writes need a renewal sent less than this long ago."""
-    retry_period: float = 2.0
+    retry_period: float = d.RETRY_PERIOD
     """Leader election (s): pause between renewals and between acquisition attempts."""
-    cache_sync_timeout: float = 120.0
-    shutdown_timeout: float = 30.0
+    cache_sync_timeout: float = d.CACHE_SYNC_TIMEOUT
+    shutdown_timeout: float = d.SHUTDOWN_TIMEOUT
     """Seconds in-flight reconciles get to finish on shutdown."""
     nats: NatsConfiguration | None = None
-    cleanup_timeout: float = 120.0
+    cleanup_timeout: float = d.CLEANUP_TIMEOUT
     """Seconds a deleting Task keeps retrying to clean up its Job in an unreachable
     MediaProcessingEntity before it abandons the Job (Warning Event ``JobAbandoned``)."""
     workflow_termination_waiting: float = DEFAULT_WAITING_SECONDS
     """``workflowTerminationWaitingDuration`` (s): how long a Workflow with no active Task waits."""
-    job_ttl_seconds: int = c.JOB_TTL_SECONDS_AFTER_FINISHED
+    job_ttl_seconds: int = d.JOB_TTL_SECONDS
     """``ttlSecondsAfterFinished`` of every Job: how long a finished Job (and its logs) stays."""
-    job_pods_refused_timeout: float = 600.0
+    job_pods_refused_timeout: float = d.JOB_PODS_REFUSED_TIMEOUT
     """Seconds a Running Task waits while its Job's pods are refused (Pod Security, an
     admission policy, a quota) before it fails with ``JobPodsRefused``; 0 waits for ever."""
-    mpe_resync_seconds: float = 60.0
+    mpe_resync_seconds: float = d.MPE_RESYNC_SECONDS
     """How often a live MediaProcessingEntity is looked at again without events (its kubeconfig
     Secret re-read should an event have been missed, D19; its earlier locations released)."""
-    orphan_sweep_seconds: float = 60.0
+    orphan_sweep_seconds: float = d.ORPHAN_SWEEP_SECONDS
     """How often Jobs and Secrets of Tasks that are gone are looked for
     (:mod:`taskfsm.controllers.task.orphans`); they are also found on every reconcile of their
     Task's key."""
-    api_error_max_backoff: float = 30.0
+    api_error_max_backoff: float = d.API_ERROR_MAX_BACKOFF
     """Cap (s) on the retry backoff of reconciles that failed because the API was unreachable
     or refused (other errors back off up to ~16 min)."""
-    buckets: int = 1
+    buckets: int = d.BUCKETS
     """Keys are split into this many buckets, each owned through a Lease of its own
     (``taskfsm-bucket-<i>-of-<B>``), so several replicas work at once; 1: one leader (or none,
     without leader election) does everything. Above 1 needs ``leader_election``."""

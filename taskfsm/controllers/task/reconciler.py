@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from machines.task.driver import WAIT_MPE_CLIENT, WAKE_MPE, TaskReconcileOutcome, reconcile
+from taskfsm import defaults
 from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import MpeKey, key_of_ref
 from taskfsm.controllers.clusters.registry import MpeRegistry
@@ -86,7 +87,7 @@ class TaskReconciler:
         writer: TaskWriter,
         signals: MpeSignals,
         orphans: OrphanCollector | None = None,
-        resync_seconds: float = 300.0,
+        resync_seconds: float = defaults.RESYNC_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.reader = reader
