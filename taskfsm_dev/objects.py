@@ -257,7 +257,7 @@ def kubeconfig_secret(
     return secret(name, {key: yaml.safe_dump(kubeconfig)})
 
 
-def remote_mpe(name: str, *, secret_name: str, key: str | None = None) -> dict[str, Any]:
+def remote_mpe(name: str, secret_name: str, *, key: str | None = None) -> dict[str, Any]:
     """A remote MediaProcessingEntity whose kubeconfig is in Secret ``secret_name``."""
     ref: dict[str, Any] = {"name": secret_name}
     if key:

@@ -1,4 +1,4 @@
-"""Several active replicas sharing the Tasks by Lease-held buckets (issue 16): ``taskfsm run
+"""Several active replicas sharing the Tasks by Lease-held buckets: ``taskfsm run
 --leader-elect --buckets B`` replicas as separate processes on the real control plane, with
 short Lease timings (:data:`tests.support.replicas.FAST_TIMINGS`).
 

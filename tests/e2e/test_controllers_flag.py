@@ -1,4 +1,4 @@
-"""``taskfsm run --controllers`` (issue 15 item 5; docs/operations.md, "Flags"): a controller
+"""``taskfsm run --controllers`` (docs/operations.md, "Flags"): a controller
 left out writes nothing, the ones named do their work. ``taskfsm run`` as a process on the real
 control plane; each test would fail if the flag were ignored (all three controllers running)."""
 

@@ -21,9 +21,10 @@ from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, MERGE_PATCH, NAMESPACES, Rest
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.proxies import ApiProxy
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
+from tests.support.cluster import job_audit
 
 WATCH_TIMEOUT, READ_MARGIN = 4, 2
 """F5: a silent connection must be noticed within WATCH_TIMEOUT + READ_MARGIN seconds."""

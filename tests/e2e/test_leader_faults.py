@@ -1,5 +1,5 @@
 """Leader election under a slow API server, under 429s on the Lease, and with a paused leader
-(issue 12, items 6 and 7): two ``taskfsm run --leader-elect`` replicas, the real control plane,
+: two ``taskfsm run --leader-elect`` replicas, the real control plane,
 and an HTTP proxy (:class:`taskfsm_dev.proxies.HttpApiProxy`) that delays or answers
 requests and logs every request a replica sends."""
 
@@ -128,7 +128,7 @@ def start_pair(
 def test_slow_api_server_keeps_one_leader_and_every_task_gets_its_job(
     cluster, kubelet, start_controller, control_plane, namespace, tmp_path, installed_token
 ):
-    """Item 6: behind a proxy that holds every answer back 5 s, one of two replicas acquires the
+    """Behind a proxy that holds every answer back 5 s, one of two replicas acquires the
     Lease (each Lease request may take the lease duration), keeps it (renewals fit the renew
     deadline), the other never takes it, neither exits, and every Task gets its Job and succeeds."""
     setup_objects(cluster)
@@ -185,7 +185,7 @@ def every_fifth_lease_request_passes(retry_after: int) -> Callable[[Request], Re
 def test_lease_requests_answered_429_keep_one_leader_and_respect_retry_after(
     cluster, start_controller, control_plane, namespace, tmp_path, installed_token
 ):
-    """Item 6: with 80 % of every replica's Lease requests answered 429 ``Retry-After: 1``, a
+    """With 80 % of every replica's Lease requests answered 429 ``Retry-After: 1``, a
     leader is elected and keeps the Lease for a minute (no exit, no change of holder), and no
     replica sends a Lease request sooner than 1 s after a 429 told it to wait."""
     with (
@@ -280,7 +280,7 @@ def test_a_paused_leader_writes_nothing_when_it_resumes(
     tmp_path,
     installed_token,
 ):
-    """Item 7: the leader is SIGSTOPped for 25 s while it works through 20 Tasks; the follower
+    """The leader is SIGSTOPped for 25 s while it works through 20 Tasks; the follower
     takes the Lease and finishes them. On SIGCONT the old leader starts no write (its last
     renewal is 25 s old, so its write gate is shut; a write already past the gate when it was
     stopped is refused by its deterministic name or precondition), reports the lost Lease and

@@ -1,7 +1,6 @@
 """A remote MediaProcessingEntity's kubeconfig Secret rotated to new credentials (and the old ones
 revoked) gives both its API client and its Job watch the new credentials (D19), as soon as the
-Secret changes; while its cluster refuses the controller (401/403) the MPE is not Ready (issue 12
-item 13)."""
+Secret changes; while its cluster refuses the controller (401/403) the MPE is not Ready."""
 
 from __future__ import annotations
 
@@ -10,8 +9,9 @@ import time
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import SECRETS, Resource
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
+from tests.support.cluster import job_audit
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
@@ -70,7 +70,7 @@ def test_rotated_kubeconfig_reaches_the_job_watch(
         "edge-kubeconfig", service_account_kubeconfig(cluster, control_plane, "new")
     )
     cluster.rest.patch(SECRETS, cluster.namespace, "edge-kubeconfig", {"data": rotated["data"]})
-    # The kubeconfig Secret's watch re-queues the MPE at once (issue 12 item 13): no MPE event.
+    # The kubeconfig Secret's watch re-queues the MPE at once: no MPE event.
     time.sleep(2)
     cluster.rest.delete(SERVICE_ACCOUNTS, cluster.namespace, "old")  # the old token stops working
 
@@ -106,7 +106,7 @@ def fast_controller(start_controller):
 def test_revoked_token_turns_ready_false_and_a_rotated_secret_rebuilds_at_once(
     cluster, kubelet, start_controller, control_plane
 ):
-    """Issue 12 item 13: revoking a remote MPE's token turns its Ready False (Failed True, the
+    """Revoking a remote MPE's token turns its Ready False (Failed True, the
     401 from its cluster in the message, no credential in it); writing a new token into the
     kubeconfig Secret -- no MPE event -- rebuilds the client from the Secret's watch, Ready goes
     back True, and Tasks run again."""
@@ -147,7 +147,7 @@ def test_revoked_token_turns_ready_false_and_a_rotated_secret_rebuilds_at_once(
 def test_forbidden_cluster_turns_ready_false_until_it_allows_again(
     cluster, kubelet, start_controller, control_plane
 ):
-    """Issue 12 item 13: while a remote MPE's cluster answers 403 (its ServiceAccount lost its
+    """While a remote MPE's cluster answers 403 (its ServiceAccount lost its
     RoleBinding) the MPE's Ready is False with the 403 in its message; once the cluster allows
     the controller again (same credentials, no Secret or MPE change) Ready goes back True."""
     proc = fast_controller(start_controller)

@@ -1,5 +1,5 @@
 """A MediaProcessingEntity being deleted while a Task still runs a Job through it, with the
-controller restarted in the middle (issue 12 item 5): the new process builds the deleting MPE's
+controller restarted in the middle: the new process builds the deleting MPE's
 client, so the Task finishes (or, deleted, cleans up its Job) and then the MPE goes.
 
 The controller runs as its own process (``taskfsm run``), stopped after the MPE's deletion
@@ -97,7 +97,7 @@ def abandoned_events(cluster) -> list[dict[str, Any]]:
 
 
 def test_deleting_mpe_after_restart_lets_its_running_task_finish(cluster, start_controller):
-    """Issue 12 item 5: a controller restarted (SIGTERM) while an MPE's deletion waits for a
+    """A controller restarted (SIGTERM) while an MPE's deletion waits for a
     Running Task sets up that MPE's client: the Job completing makes the Task Succeeded and
     releases the Job's job-protection finalizer; deleting the Workflow then removes the Task and
     its Job, and the MPE and the Workflow go."""
@@ -124,7 +124,7 @@ def test_deleting_mpe_after_restart_lets_its_running_task_finish(cluster, start_
 
 
 def test_deleting_mpe_after_restart_lets_its_deleted_task_clean_up(cluster, start_controller):
-    """Issue 12 item 5: after a crash (SIGKILL) while an MPE's deletion waits for a Running
+    """After a crash (SIGKILL) while an MPE's deletion waits for a Running
     Task, deleting the Task completes: the new process deletes the Job through the MPE's client
     (nothing abandoned), the Task goes, then the MPE goes."""
     first, name = running_task_on_deleting_mpe(cluster, start_controller)

@@ -21,8 +21,9 @@ from taskfsm.kube.errors import NotFound
 from taskfsm.kube.rest import JOBS, NAMESPACES, SECRETS, Rest
 from taskfsm_dev import objects
 from taskfsm_dev.kubelet import SimulatedKubelet
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import Cluster, kubeconfig_secret, remote_mpe
+from tests.support.cluster import Cluster
 
 NAMESPACE_GONE_WITHIN = 120
 """Seconds from the namespace's deletion until it is gone (the stated bound)."""

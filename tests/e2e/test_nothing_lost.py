@@ -1,4 +1,4 @@
-"""Issue 12 items 1 and 2, with the controller as its own process: whatever is deleted while it
+"""With the controller as its own process: whatever is deleted while it
 is down or cut off, no task-labelled Job or Secret outlives its Task, and a Task UID never gets
 a second Job (a Job that vanished before its outcome was recorded fails the Task, JobLost).
 
@@ -20,10 +20,11 @@ from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import EVENTS, JOBS, MERGE_PATCH, SECRETS
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.proxies import ApiProxy
 from taskfsm_dev.waiting import wait_for
 from tests.support.chaos import ChildLedger, kubeconfig_via
-from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
+from tests.support.cluster import job_audit
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -86,7 +87,7 @@ def orphan_events(rest, namespace: str, task_name: str) -> list[str]:
 def test_task_removed_while_the_controller_is_down_leaves_no_job_or_secret(
     cluster, kubelet, start_controller, ledger, namespace
 ):
-    """Item 1: a Running Task deleted with its finalizers stripped while the controller is down:
+    """A Running Task deleted with its finalizers stripped while the controller is down:
     on start-up its Job (still holding job-protection) and its Secret are released and deleted,
     with a Warning Event ``OrphanDeleted``; the other Task keeps its Job."""
     world(cluster)
@@ -116,7 +117,7 @@ def test_task_removed_while_the_controller_is_down_leaves_no_job_or_secret(
 def test_task_removed_during_a_cut_leaves_no_job_or_secret(
     cluster, kubelet, start_controller, ledger, namespace, control_plane, tmp_path, installed_token
 ):
-    """Item 1: the same removal while the controller's connections to the API server are cut;
+    """The same removal while the controller's connections to the API server are cut;
     after the restore the relist finds the Task gone and its Job and Secret are deleted."""
     world(cluster)
     with ApiProxy(control_plane.server) as proxy:
@@ -148,7 +149,7 @@ def strip_then_delete(rest, namespace: str, name: str) -> None:
 def test_back_to_back_delete_and_strip_with_the_controller_connected(
     cluster, kubelet, start_controller, ledger, namespace
 ):
-    """Item 1: deletion and finalizer strip come right after each other, in both orders, while
+    """Deletion and finalizer strip come right after each other, in both orders, while
     the controller is connected (it may see the deletion, the strip, or only the Task gone): no
     Task leaves a child behind."""
     world(cluster)
@@ -171,7 +172,7 @@ def test_back_to_back_delete_and_strip_with_the_controller_connected(
 def test_task_recreated_under_the_same_name_while_down(
     cluster, kubelet, start_controller, ledger, namespace
 ):
-    """Item 1: a Task removed for good and created again under the same name while the
+    """A Task removed for good and created again under the same name while the
     controller is down: the old incarnation's Job and Secret go, the new Task gets exactly one
     Job of its own and runs."""
     world(cluster)
@@ -198,7 +199,7 @@ def test_task_recreated_under_the_same_name_while_down(
 
 
 def test_orphaned_secret_without_a_job_is_swept(cluster, kubelet, start_controller, namespace):
-    """Item 1: a task-labelled helper Secret whose Task and Job are both gone (here: made by
+    """A task-labelled helper Secret whose Task and Job are both gone (here: made by
     hand) is found by the periodic sweep and deleted; one whose Task exists is kept."""
     world(cluster)
     start_controller(args=["--orphan-sweep-period=2"])
@@ -257,7 +258,7 @@ def test_task_removed_while_down_in_a_remote_cluster(
 def test_job_finished_and_removed_while_down_fails_the_task_with_job_lost(
     cluster, kubelet, start_controller, ledger, namespace
 ):
-    """Item 2a: a Running Task whose Job completed and was then removed (job-protection
+    """A Running Task whose Job completed and was then removed (job-protection
     stripped) while the controller was down: on restart the Task fails with reason JobLost;
     the finished work is never run again (no second Job)."""
     world(cluster, run_seconds=2)
@@ -291,7 +292,7 @@ def test_job_finished_and_removed_while_down_fails_the_task_with_job_lost(
 def test_job_removed_during_a_cut_is_never_made_again(
     cluster, kubelet, start_controller, ledger, namespace, control_plane, tmp_path, installed_token
 ):
-    """Item 2b: with the controller's connections cut, a Running Task's Job is deleted and its
+    """With the controller's connections cut, a Running Task's Job is deleted and its
     finalizer stripped; after the restore the Task fails (JobLost), and no second Job with the
     same name ever appears."""
     world(cluster)

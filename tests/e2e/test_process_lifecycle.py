@@ -13,8 +13,9 @@ from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
 from taskfsm_dev import objects
 from taskfsm_dev.demo import EXPECTED, SAMPLES
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
+from tests.support.cluster import job_audit
 
 
 def load_samples() -> list[dict]:

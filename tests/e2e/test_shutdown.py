@@ -13,9 +13,9 @@ from taskfsm.api import constants as c
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES
 from taskfsm.kube.rest import JOBS, LEASES, Rest
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.proxies import ApiProxy
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import kubeconfig_secret, remote_mpe
 
 
 class GatedRest(Rest):

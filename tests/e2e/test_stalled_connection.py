@@ -1,5 +1,5 @@
-"""A pooled connection that went silent costs one short read timeout, not a minute (issue 12,
-item 12). ``taskfsm run`` reaches a MediaProcessingEntity's cluster (the main API server again)
+"""A pooled connection that went silent costs one short read timeout, not a minute.
+``taskfsm run`` reaches a MediaProcessingEntity's cluster (the main API server again)
 through a TCP proxy, :class:`taskfsm_dev.proxies.ApiProxy`, whose open connections are then
 stalled (nothing relayed, no FIN or RST) while new ones are relayed normally; the Task watch
 talks to the main cluster directly, so the controller sees new Tasks at once."""
@@ -12,9 +12,10 @@ import pytest
 
 from taskfsm.kube.rest import DEFAULT_TIMEOUT, EVENTS
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.proxies import ApiProxy
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import job_audit, kubeconfig_secret, remote_mpe
+from tests.support.cluster import job_audit
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def notes_about(cluster, name: str) -> list[str]:
 def test_a_stalled_pooled_connection_costs_one_read_timeout(
     cluster, kubelet, start_controller, control_plane, proxy, namespace
 ):
-    """Item 12: after the MPE cluster's connections stall, the reconcile that takes a dead pooled
+    """After the MPE cluster's connections stall, the reconcile that takes a dead pooled
     connection for its first write fails after one read timeout of 10 s (not 30 s; the request
     is not sent again on another dead one), and the reconcile retried at once succeeds on a
     fresh connection: the Task gets its one Job and succeeds."""

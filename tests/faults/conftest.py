@@ -1,4 +1,4 @@
-"""Fixtures for the fault-injection suite (issue 8).
+"""Fixtures for the fault-injection suite.
 
 The suite runs on a control plane of its own, started once per session on first use:
 kube-controller-manager's client rate limit (20 requests/s by default) would otherwise make the

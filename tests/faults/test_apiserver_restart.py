@@ -1,5 +1,5 @@
 """kube-apiserver restarts in the middle of a run: the controller reconnects and finishes every
-Task (issue 8). The restarted API server is the fault suite's own (``faults_plane``), never the
+Task. The restarted API server is the fault suite's own (``faults_plane``), never the
 session's shared one."""
 
 from __future__ import annotations

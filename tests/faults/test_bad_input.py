@@ -1,4 +1,4 @@
-"""Bad input (issue 8): objects the CRD schemas accept but that make no sense.
+"""Bad input: objects the CRD schemas accept but that make no sense.
 
 Hypothesis draws batches of broken cases — references to nothing, junk label selectors, Function
 templates and ``templatePatches`` with random JSON grafted into real Job templates (both are
@@ -37,7 +37,7 @@ from taskfsm.kube.errors import KubeError
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import SECRETS, Rest
 from taskfsm_dev import objects
-from tests.support.cluster import kubeconfig_secret, remote_mpe
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 
 EXAMPLES = int(os.environ.get("TASKFSM_FUZZ_EXAMPLES", "6"))
 MAX_CASES = 8

@@ -1,4 +1,4 @@
-"""The benchmark harness works (issue 8): ``benchmarks/bench_controller.py --quick`` on a tiny N
+"""The benchmark harness works: ``benchmarks/bench_controller.py --quick`` on a tiny N
 starts its own control plane, runs every scenario, and writes a report with every section.
 Timings are not asserted (they depend on the machine); the run must complete and the report
 must carry figures."""

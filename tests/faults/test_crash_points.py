@@ -1,5 +1,5 @@
 """Crash points: the controller dies right after each API write of a Task's life, and a restart
-finishes the work with nothing lost and nothing duplicated (issue 8).
+finishes the work with nothing lost and nothing duplicated.
 
 Each case runs ``taskfsm run`` with ``TASKFSM_CRASH_AFTER`` naming one write (``tests.support.crashpoints``
 exits 137 right after it succeeded), drives a succeeding and a failing Task (each in its own

@@ -76,7 +76,7 @@ def controller(
     ctl.stop()
 
 
-# -- issue 5: reconcile tests (probes, cluster-scoped objects, controllers built per test) -------
+# -- reconcile tests (probes, cluster-scoped objects, controllers built per test) -------
 
 
 @pytest.fixture

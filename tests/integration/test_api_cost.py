@@ -4,7 +4,7 @@ The Controller's every ``Rest`` carries a counting observer (the same hook that 
 ``rest_client_requests_total``); a request log tells the Task's Events from the Workflow's.
 Counted per Task: writes to Tasks, Jobs and Secrets (the
 Workflow and MediaProcessingEntity controllers' own writes are not the Task's), single-object
-GETs (reads not served by a cache), and Events separately. Issue 5's goal: at most 6 writes and
+GETs (reads not served by a cache), and Events separately. The goal: at most 6 writes and
 3 uncached reads per Task. Write counts are deterministic and asserted; uncached reads depend on
 how fast the Job watch delivers the new Job (a fresh GET covers a lagging cache), so they are
 reported, with only their ceiling asserted.

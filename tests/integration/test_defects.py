@@ -88,7 +88,7 @@ def test_d3_job_pending_without_refs_goes_back_to_initializing(
 def test_d18b_a_job_that_vanishes_while_running_fails_the_task_and_is_never_recreated(
     engine, controller, probe
 ):
-    """D18b (issue 12 item 2): a Job that vanishes while Running fails the Task with reason
+    """D18b: a Job that vanishes while Running fails the Task with reason
     JobLost (a Warning Event says what was found); no Job is made again, startTime keeps its
     value and endTime is set."""
     world(engine, function=objects.never_starting(objects.function("f")))

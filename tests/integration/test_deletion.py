@@ -8,15 +8,22 @@ Warning Event (the Job is left behind, D22).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kubernetes import client
 
 from taskfsm.api import constants as c
+from taskfsm.build import jobs
 from taskfsm.build.jobs import job_name
+from taskfsm.kube.errors import NotFound
+from taskfsm.kube.resources import TASKS
+from taskfsm.kube.rest import Rest
 from taskfsm_dev import objects
 from taskfsm_dev.proxies import ApiProxy
 from taskfsm_dev.waiting import wait_for
-from tests.support.faults import RequestLog, rest_factory
+from tests.support.faults import Faults, FaultyRest, RequestLog, rest_factory
+from tests.support.probes import warnings, world
 
 
 def delete_task(engine, namespace: str, name: str) -> None:
@@ -213,7 +220,7 @@ def test_job_delete_carries_uid_precondition_and_background_propagation(
     assert_all_gone(probe, "t", job_name(running))
     deletes = log.select(verb="DELETE", resource="jobs")
     assert deletes
-    # UID and resourceVersion: a delete computed from a stale view never lands (issue 12 item 7).
+    # UID and resourceVersion: a delete computed from a stale view never lands.
     preconditions = deletes[0].body["preconditions"]
     assert preconditions["uid"] == running["status"]["jobRef"]["uid"]
     assert int(preconditions["resourceVersion"]) > 0
@@ -223,3 +230,61 @@ def test_job_delete_carries_uid_precondition_and_background_propagation(
         i for i, r in enumerate(requests) if r.verb == "PATCH" and r.resource == "tasks"
     )
     assert requests.index(deletes[0]) < finalizer_removed
+
+
+def test_foreground_deletions_racing_the_finalizer_removal_are_quiet(
+    controller_factory, engine, probe, namespace, api_client
+):
+    """Running Tasks deleted with ``--cascade=foreground`` twice 0.2 s apart and once
+    more in the background (the garbage collector edits the finalizer list meanwhile): every
+    Task and Job goes, the finalizer edit never fails on another controller's finalizer, and no
+    Warning ReconcileError Event is recorded."""
+    world(engine, objects.never_starting(objects.function("f")))
+    log = RequestLog()
+    controller_factory(rest_factory=lambda api: FaultyRest(api, log=log, faults=Faults()))
+    names = [f"t{i}" for i in range(5)]
+    for name in names:
+        engine.create(objects.task(name, workflow_name="wf", function_name="f", mpe_name="m"))
+    for name in names:
+        probe.wait_phase(name, "Running")
+    rest = Rest(api_client)
+    for name in names:
+        rest.delete(TASKS, namespace, name, propagation="Foreground")
+        time.sleep(0.2)
+        for propagation in ("Foreground", "Background"):
+            try:  # the controller may have finished the deletion already
+                rest.delete(TASKS, namespace, name, propagation=propagation)
+            except NotFound:
+                break
+    for name in names:
+        wait_for(lambda name=name: probe.task(name) is None, timeout=60, what=f"{name} deleted")
+    wait_for(lambda: probe.jobs() == [], timeout=60, what="Jobs deleted")
+    for name in names:
+        assert [w for w in warnings(probe, name) if w.startswith("ReconcileError")] == []
+    refused = [r for r in log.select(verb="PATCH", resource="tasks") if r.code == 422]
+    assert refused == [], "the finalizer edit tested more than its own entry"
+
+
+def test_deleting_a_finished_task_whose_job_is_gone_reads_the_job_at_most_once(
+    controller_factory, engine, kubelet, probe, namespace
+):
+    """Deleting a Succeeded Task whose Job is already gone makes at most one GET for
+    that Job (before: two, the second after the Task was gone)."""
+    world(engine, objects.function("f"))
+    log = RequestLog()
+    controller_factory(rest_factory=lambda api: FaultyRest(api, log=log, faults=Faults()))
+    engine.create(objects.task("t", workflow_name="wf", function_name="f", mpe_name="m"))
+    done = probe.wait_phase("t", "Succeeded")
+    name = jobs.job_name(done)
+    wait_for(
+        lambda: not (probe.job(name) or {"metadata": {}})["metadata"].get("finalizers"), timeout=30
+    )
+    probe.delete_job(name)
+    wait_for(lambda: "jobRef" not in probe.status("t"), timeout=30, what="jobRef cleared")
+    time.sleep(0.5)
+    log.clear()
+    engine.api.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "tasks", "t")
+    wait_for(lambda: probe.task("t") is None, timeout=30, what="Task deleted")
+    time.sleep(1.0)  # the reconciles the deletion events trigger
+    gets = [r for r in log.select(verb="GET", resource="jobs") if r.path.endswith(f"/{name}")]
+    assert len(gets) <= 1, gets

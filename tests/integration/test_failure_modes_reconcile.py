@@ -278,7 +278,7 @@ def test_f10_job_finished_before_controller_saw_it(
 def test_job_deleted_while_running_fails_the_task_and_is_let_go(
     engine, controller, probe, namespace
 ):
-    """D18b (issue 12 item 2): a user deleting a Running Task's Job (a plain delete, finalizer
+    """D18b: a user deleting a Running Task's Job (a plain delete, finalizer
     left to the controller) fails the Task with reason JobLost; the controller then releases the
     Job's finalizer so it goes, and makes no other Job."""
     create_world(engine, function=objects.never_starting(objects.function("f")))

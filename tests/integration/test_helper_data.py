@@ -304,8 +304,8 @@ def test_d15_media_location_secret_in_another_namespace_is_refused(
 def test_d15_key_the_method_does_not_use_names_key_not_values(
     engine, controller, probe, api_client, namespace
 ):
-    """A secretRef.key the auth method never reads is refused by key name only (issue 12 item
-    4: it would copy data the Job does not need); no value of that Secret appears in status or
+    """A secretRef.key the auth method never reads is refused by key name only (it
+    would copy data the Job does not need); no value of that Secret appears in status or
     Events, and no Job is created."""
     create_secret(
         api_client,
@@ -327,10 +327,10 @@ def test_d15_key_the_method_does_not_use_names_key_not_values(
     assert_no_secret_values(probe, "t")
 
 
-def test_issue12_item4_job_secret_holds_only_the_keys_each_method_uses(
+def test_job_secret_holds_only_the_keys_each_auth_method_uses(
     engine, controller, probe, api_client, namespace, cluster_scoped, other_namespace
 ):
-    """Issue 12 item 4: an S3 ClusterMediaLocation and an RTMP MediaLocation (basic and
+    """An S3 ClusterMediaLocation and an RTMP MediaLocation (basic and
     streamingKey) whose secretRefs name no key put only the keys their auth methods use into the
     Job's helper-data Secret; the Secrets' unrelated keys are nowhere in it."""
     unrelated = {"unrelated": "pw-unused-value", "sessionToken": "tok-3f9a-value"}
@@ -398,10 +398,10 @@ def test_issue12_item4_job_secret_holds_only_the_keys_each_method_uses(
         assert value not in raw
 
 
-def test_issue12_item4_missing_method_key_is_a_clear_message(
+def test_a_missing_auth_method_key_is_a_clear_message(
     engine, controller, probe, api_client, namespace, cluster_scoped, other_namespace
 ):
-    """Issue 12 item 4: a ClusterMediaLocation's Secret without one of the keys its auth method
+    """A ClusterMediaLocation's Secret without one of the keys its auth method
     needs keeps the Task in JobPending with a message naming the Secret, the key and the
     ClusterMediaLocation (no value of the Secret in status or Events); no Job is created."""
     create_secret(

@@ -1,4 +1,4 @@
-"""Issue 15 item 6, with a real queueing system: Kueue admits the Job taskfsm creates.
+"""With a real queueing system: Kueue admits the Job taskfsm creates.
 
 Kueue (``sigs.k8s.io/kueue``, the version ``tools/kueue/build.sh`` pins) is built from the Go module
 proxy and runs as a process against the session's control plane, its CRDs installed from that

@@ -108,7 +108,7 @@ def test_mpe_not_ready_says_why_then_recovers(
 def test_kubeconfig_secret_change_rebuilds_the_client_at_once(
     engine, controller, kubelet, probe, namespace, api_client, control_plane, remote_namespace
 ):
-    """Issue 12 item 13: the kubeconfig Secret of remote MPEs is watched (one watch per Secret,
+    """The kubeconfig Secret of remote MPEs is watched (one watch per Secret,
     shared by the MPEs naming it, caching only metadata): pointing it at another cluster
     rebuilds both MPEs' client and Job watch without any MPE event or resync, Tasks then run in
     the new cluster, and the watch stops with the last MPE naming the Secret."""
@@ -242,7 +242,7 @@ def _moved_away_then_finished(
 def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_namespace(
     engine, controller_factory, probe, namespace, api_client
 ):
-    """Issue 12 (D19): a local ClusterMediaProcessingEntity's namespace changes under a running
+    """D19: A local ClusterMediaProcessingEntity's namespace changes under a running
     Task; new Jobs go to the new namespace, the Task's own Job is still watched in the old one.
     (A namespaced MPE cannot move: it runs Jobs in its own namespace only, docs/security.md.)"""
     other = f"moved-{uuid.uuid4().hex[:6]}"
@@ -269,7 +269,7 @@ def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_name
 def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_cluster(
     engine, controller_factory, probe, namespace, api_client, remote_namespace
 ):
-    """Issue 12 (D19): a local MPE becomes a remote one under a running Task: the Task's Job
+    """D19: A local MPE becomes a remote one under a running Task: the Task's Job
     finishes in the first cluster and is seen there, not called lost (JobLost) nor left behind."""
     remote, remote_ns = remote_namespace
     secret = objects.kubeconfig_secret("kubeconfig", remote.kubeconfig_dict(namespace=remote_ns))

@@ -1,4 +1,4 @@
-"""Issue 15 item 6: a Job created suspended (`spec.suspend: true` through `templatePatches`, as
+"""A Job created suspended (`spec.suspend: true` through `templatePatches`, as
 batch queueing systems such as Kueue create them until they admit them) runs nothing; the Task
 shows it (Running, `Ready=False` with reason JobSuspended, a Normal Event), and carries on to
 Succeeded when the Job is resumed."""

@@ -1,4 +1,4 @@
-"""Issue 12 item 14: taskfsm on the CRDs of a cluster that ran nagare's Go controller.
+"""Taskfsm on the CRDs of a cluster that ran nagare's Go controller.
 
 Those CRDs have no ``status.observedGeneration`` on Tasks, so the API server prunes it from
 every status write; a controller comparing its wanted status with the stored one would then

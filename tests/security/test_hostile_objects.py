@@ -29,7 +29,7 @@ def nested(depth: int) -> dict:
 
 
 def test_a_task_nested_thousands_deep_is_reported_and_stops_nothing(tenant: Tenant, controller):
-    """The object that made every Task list fail (issue 20 item 5, reproduced at 500 levels):
+    """The object that made every Task list fail:
     it is cached as its identity, its status says why, and a restarted controller starts."""
     tenant.basics()
     deep = objects.task("deep", workflow_name="wf", function_name="fn")

@@ -14,8 +14,8 @@ import uuid
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import SECRETS
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import kubeconfig_secret, remote_mpe
 from tests.support.tenancy import Tenant, kubeconfig
 
 

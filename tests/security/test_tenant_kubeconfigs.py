@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from taskfsm.kube.rest import SECRETS
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import kubeconfig_secret, remote_mpe
 from tests.support.tenancy import CredentialTrap, Tenant, kubeconfig
 
 CONTROLLER_TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"

@@ -19,8 +19,8 @@ from taskfsm.kube.errors import Forbidden
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import SECRETS
 from taskfsm_dev import objects
+from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
-from tests.support.cluster import kubeconfig_secret, remote_mpe
 from tests.support.tenancy import Tenant, no_task_children_outside
 
 CONTROLLER_NAMESPACE = "taskfsm-system"

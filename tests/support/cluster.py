@@ -1,9 +1,8 @@
-"""Plain-dict helpers for end-to-end tests: one namespace of a cluster, remote
-MediaProcessingEntity objects, and the audit that every Task has exactly one Job and Secret."""
+"""Plain-dict helpers for end-to-end tests: one namespace of a cluster, and the audit that every
+Task has exactly one Job and Secret (the objects themselves: :mod:`taskfsm_dev.objects`)."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
@@ -52,26 +51,6 @@ class Cluster:
 
     def relabel_task(self, name: str, **labels: str) -> dict[str, Any]:
         return self.rest.patch(TASKS, self.namespace, name, {"metadata": {"labels": labels}})
-
-
-def kubeconfig_secret(name: str, kubeconfig: dict[str, Any]) -> dict[str, Any]:
-    """A Secret holding ``kubeconfig`` under the default key (a remote MPE's secretRef)."""
-    data = base64.b64encode(yaml.safe_dump(kubeconfig).encode()).decode()
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name},
-        "data": {"kubeconfig": data},
-    }
-
-
-def remote_mpe(name: str, secret_name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND_MEDIA_PROCESSING_ENTITY,
-        "metadata": {"name": name},
-        "spec": {"remote": {"kubeconfig": {"secretRef": {"name": secret_name}}}},
-    }
 
 
 def write_kubeconfig(path: Path, kubeconfig: dict[str, Any]) -> Path:

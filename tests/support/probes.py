@@ -36,6 +36,42 @@ def conditions_of(obj: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def world(engine: Any, *functions: dict[str, Any]) -> None:
+    """A Workflow ``wf``, the Functions (default: one ``f``) and a local MPE ``m``."""
+    from taskfsm_dev import objects
+
+    engine.create(objects.workflow("wf"))
+    for function in functions or (objects.function("f"),):
+        engine.create(function)
+    engine.create(objects.local_mpe("m"))
+
+
+def mpe_ready(engine: Any, name: str = "m") -> None:
+    wait_for(
+        lambda: (
+            conditions_of(engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, name)).get("Ready") == "True"
+        ),
+        timeout=30,
+        what=f"MPE {name} Ready",
+    )
+
+
+def failed_reason(task: dict[str, Any]) -> str:
+    """The reason of a Failed Task's ``Failed`` condition."""
+    return next(
+        x.get("reason") or "" for x in task["status"]["conditions"] if x["type"] == "Failed"
+    )
+
+
+def warnings(probe: Probe, name: str) -> list[str]:
+    """``reason: note`` of every Warning Event of Task ``name``."""
+    return [
+        f"{e.get('reason')}: {e.get('note')}"
+        for e in probe.events(name)
+        if e.get("type") == "Warning"
+    ]
+
+
 class Probe:
     """Plain-dict reads and test-side writes in one namespace."""
 

@@ -1,4 +1,4 @@
-"""Lease-held buckets (taskfsm/kube/buckets.py, issue 16): the stable bucket of a key, the fair
+"""Lease-held buckets (taskfsm/kube/buckets.py): the stable bucket of a key, the fair
 share decision, the per-bucket write gate, and two electors sharing buckets through an in-memory
 Lease API on the real clock with short timings."""
 

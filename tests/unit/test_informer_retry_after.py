@@ -1,4 +1,4 @@
-"""Issue 12 item 6: a failing list is never retried sooner than the API server's Retry-After,
+"""A failing list is never retried sooner than the API server's Retry-After,
 even when the informer's own backoff would be shorter (the first retry waits ~0.5 s)."""
 
 from __future__ import annotations

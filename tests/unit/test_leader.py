@@ -1,5 +1,5 @@
 """The Lease elector (taskfsm/kube/leader.py) against a fake Lease API on a fake monotonic clock: what
-it sends when, how long it keeps leading, and when its write gate opens (issue 12, items 6 and 7).
+it sends when, how long it keeps leading, and when its write gate opens.
 
 The fake API keeps one Lease with resourceVersions and answers each request ``latency`` seconds
 later on the fake clock, or times out at the request's deadline when the latency is longer, as
@@ -167,7 +167,7 @@ def make(end: float = 120.0, *, latency: float = 0.01, **api: Any) -> Run:
 
 
 def test_renewal_is_one_put_per_retry_period_without_a_get():
-    """Item 6: after creating the Lease, each renewal is a single PUT of the last written Lease,
+    """After creating the Lease, each renewal is a single PUT of the last written Lease,
     one retry period after the previous one; the Lease stays ours and the gate stays open."""
     run = make(60.0)
     run.elector.run()
@@ -202,7 +202,7 @@ def gate_open_fraction(api: FakeLeaseApi, start: float, end: float) -> float:
 
 @pytest.mark.parametrize("latency", [1.0, 4.9, 5.0, 5.5, 8.0])
 def test_slow_answers_acquire_and_keep_the_lease(latency: float):
-    """Item 6: every answer ``latency`` seconds late (the fault tester's proxy: 5 s). Acquiring
+    """Every answer ``latency`` seconds late (the fault tester's proxy: 5 s). Acquiring
     (GET + POST) and each renewal fit their budgets and the Lease is never lost. A renewal goes
     out as soon as the previous one is answered, so the last one sent is between one and two
     latencies old: up to half the renew deadline (5 s) the write gate is always open, beyond it
@@ -222,7 +222,7 @@ def test_slow_answers_acquire_and_keep_the_lease(latency: float):
 
 
 def test_twelve_second_latency_still_acquires_but_cannot_renew():
-    """Item 6: at a latency above the renew deadline acquisition still succeeds (its budget is
+    """At a latency above the renew deadline acquisition still succeeds (its budget is
     the lease duration), renewal cannot, so the Lease is lost; the gate never opened."""
     opened: list[bool] = []
     run = make(100.0, latency=12.0)
@@ -234,7 +234,7 @@ def test_twelve_second_latency_still_acquires_but_cannot_renew():
 
 
 def test_retry_after_is_never_undercut_and_respects_the_deadline():
-    """Item 6: a renewal answered 429 with Retry-After 3 is tried again 3 s later, not after
+    """A renewal answered 429 with Retry-After 3 is tried again 3 s later, not after
     the 2 s retry period; one whose Retry-After does not fit the renew deadline is not retried:
     the Lease is lost without another request."""
     run = make(40.0)
@@ -270,7 +270,7 @@ def test_a_renewal_failing_past_the_renew_deadline_loses_and_closes_the_gate():
 
 
 def test_a_paused_process_closes_the_gate_at_once_and_sends_nothing_on_resume():
-    """Item 7: SIGSTOP for 25 s while leading. On resume the write gate refuses at once (the
+    """SIGSTOP for 25 s while leading. On resume the write gate refuses at once (the
     last renewal was sent 25 s ago, beyond the renew deadline), the elector gives up without
     sending a Lease request, and the loss is reported."""
     run = make(100.0)
@@ -293,7 +293,7 @@ def test_a_paused_process_closes_the_gate_at_once_and_sends_nothing_on_resume():
 
 
 def test_an_answer_arriving_after_the_deadline_does_not_count():
-    """Item 7: a renewal whose answer arrives after the renew deadline (the process was paused
+    """A renewal whose answer arrives after the renew deadline (the process was paused
     mid-request) does not make this replica a leader again."""
     run = make(100.0)
     original = run.api.request

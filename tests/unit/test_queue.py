@@ -135,7 +135,7 @@ def test_metrics_hooks_count_adds_and_retries(clock):
 
 
 def test_api_failures_back_off_no_longer_than_their_cap(queue):
-    """Issue 12 item 11: with ``max_delay`` a key's retries stop growing at the cap, while the
+    """With ``max_delay`` a key's retries stop growing at the cap, while the
     failure count (and so the uncapped delay) keeps growing."""
     delays = [queue.add_rate_limited("ns/a", max_delay=2.0) for _ in range(20)]
     assert delays[:3] == [0.005, 0.01, 0.02]
@@ -145,13 +145,13 @@ def test_api_failures_back_off_no_longer_than_their_cap(queue):
 
 
 def test_retry_after_is_a_floor_for_the_backoff(queue):
-    """Issue 12 item 6: a retry is never sooner than the API server's Retry-After."""
+    """A retry is never sooner than the API server's Retry-After."""
     assert queue.add_rate_limited("ns/a", min_delay=3.0) == 3.0
     assert queue.add_rate_limited("ns/b") == 0.005
 
 
 def test_keys_in_backoff_are_retried_at_once_after_an_outage(queue, clock):
-    """Issue 12 item 11: a watch open again after a failure retries every key waiting out a
+    """A watch open again after a failure retries every key waiting out a
     backoff at once; keys merely delayed (no failure) keep their time."""
     for _ in range(12):
         queue.add_rate_limited("ns/failed")
@@ -164,7 +164,7 @@ def test_keys_in_backoff_are_retried_at_once_after_an_outage(queue, clock):
 
 
 def test_delayed_adds_of_one_key_coalesce(queue, clock):
-    """Issue 14: many delayed adds of one key within the delay make one item, and an earlier
+    """Many delayed adds of one key within the delay make one item, and an earlier
     one is never postponed by a later one."""
     for _ in range(100):
         queue.add_after("ns/wf", 0.5)

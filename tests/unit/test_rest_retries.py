@@ -1,6 +1,6 @@
 """Request timeouts, retries and the write guard of :class:`taskfsm.kube.rest.Rest`, against a
 scripted local HTTP server through the real client stack (``configured()`` ApiClient, urllib3)
-(issue 12, items 6, 7 and 12)."""
+."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def make_rest(api: client.ApiClient, rec: Recorder, **kwargs: Any) -> Rest:
 def test_retry_after_is_waited_for_then_retried(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 6: 429 and 503 answers with Retry-After are retried after exactly the time the
+    """429 and 503 answers with Retry-After are retried after exactly the time the
     server asked for (never sooner), each attempt counted."""
     server.script = [busy("2"), busy("1", status=503)]
     assert make_rest(api, rec).get(LEASES, "ns", "l")["kind"] == "Lease"
@@ -149,7 +149,7 @@ def test_retry_after_is_waited_for_then_retried(
 def test_a_retry_after_beyond_the_budget_is_left_to_the_caller(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 6: a Retry-After longer than the request's budget is not waited for: the error says
+    """A Retry-After longer than the request's budget is not waited for: the error says
     how long the caller must wait."""
     server.script = [busy("30")]
     with pytest.raises(Unavailable) as info:
@@ -174,7 +174,7 @@ def test_errors_without_retry_after_are_not_retried(
 
 
 def test_a_deadline_bounds_retry_after_waits(server: Server, api: client.ApiClient, rec: Recorder):
-    """Item 6: with a deadline (the Lease elector's), a Retry-After that would end past it is not
+    """With a deadline (the Lease elector's), a Retry-After that would end past it is not
     waited for."""
     server.script = [busy("1")]
     rest = make_rest(api, rec)
@@ -187,7 +187,7 @@ def test_a_deadline_bounds_retry_after_waits(server: Server, api: client.ApiClie
 def test_writes_retried_after_retry_after_pass_the_guard_each_time(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 7: a POST answered 429 with Retry-After is retried (the server did not process it),
+    """A POST answered 429 with Retry-After is retried (the server did not process it),
     and the write guard is asked again before the retry is sent."""
     asked: list[str] = []
 
@@ -202,7 +202,7 @@ def test_writes_retried_after_retry_after_pass_the_guard_each_time(
 
 
 def test_a_refusing_write_guard_sends_nothing(server: Server, api: client.ApiClient, rec: Recorder):
-    """Item 7: every write verb is refused unsent when the guard says this replica is not the
+    """Every write verb is refused unsent when the guard says this replica is not the
     leader; reads are not guarded."""
 
     def guard(method: str, resource: str) -> float:
@@ -227,7 +227,7 @@ def test_a_refusing_write_guard_sends_nothing(server: Server, api: client.ApiCli
 def test_connecting_for_a_write_may_not_outlast_the_guard(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 7: the connect (and TLS) timeout of a write is capped to the time the guard still
+    """The connect (and TLS) timeout of a write is capped to the time the guard still
     allows, so a slow connection set-up cannot carry the write past it."""
     seen: list[Any] = []
     rest = make_rest(api, rec, write_guard=lambda _m, _r: 0.25)
@@ -246,7 +246,7 @@ def test_connecting_for_a_write_may_not_outlast_the_guard(
 def test_a_dropped_connection_is_retried_once_for_idempotent_verbs(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 12: a connection closed before the answer is retried once for GET (on a new
+    """A connection closed before the answer is retried once for GET (on a new
     connection), never for PATCH (it may have been applied) and never twice."""
     rest = make_rest(api, rec)
     server.script = [drop]
@@ -265,7 +265,7 @@ def test_a_dropped_connection_is_retried_once_for_idempotent_verbs(
 def test_a_read_timeout_is_not_retried_and_drops_idle_connections(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 12: a request whose answer does not come within the read timeout fails after one
+    """A request whose answer does not come within the read timeout fails after one
     read timeout (urllib3 retries nothing), and the idle pooled connections (probably on the
     same dead path) are closed, so the next request connects afresh instead of waiting on one."""
     rest = make_rest(api, rec, timeout=(2.0, 0.5))
@@ -296,7 +296,7 @@ def hang_then_ok(seconds: float) -> Step:
 
 
 def test_a_deadline_is_one_total_timeout(server: Server, api: client.ApiClient, rec: Recorder):
-    """Item 6: a request with a deadline times out when the deadline passes, however its
+    """A request with a deadline times out when the deadline passes, however its
     (connect, read) defaults are set."""
     server.script = [hang(3.0)]
     rest = make_rest(api, rec, timeout=(30.0, 30.0))
@@ -309,7 +309,7 @@ def test_a_deadline_is_one_total_timeout(server: Server, api: client.ApiClient, 
 def test_clients_use_tcp_keepalive_and_no_http_client_retries(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
-    """Item 12: every client's connections have TCP keepalive (idle 15 s) and urllib3 retries
+    """Every client's connections have TCP keepalive (idle 15 s) and urllib3 retries
     nothing itself (Rest decides, passing the write guard each time)."""
     make_rest(api, rec).get(LEASES, "ns", "l")
     pool = api.rest_client.pool_manager.connection_from_url(server.url)

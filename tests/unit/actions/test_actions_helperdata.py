@@ -184,7 +184,7 @@ def test_missing_media_location_is_not_found_text():
         payload([entry("nope")], DictCatalog(), Secrets({}))
 
 
-# -- issue 12 item 4: only the keys each auth method uses -------------------------------------
+# -- only the keys each auth method uses -------------------------------------
 
 EXTRA = {"unrelated": "unrelated-secret-value", "other-password": "other-secret-value"}
 USER_PASSWORD = {"username": "user-value", "password": "password-value"}
@@ -284,7 +284,7 @@ BY_KIND = pytest.mark.parametrize(
 
 @BY_KIND
 def test_each_kind_copies_only_the_keys_its_auth_method_uses(spec, path, needed):
-    """Issue 12 item 4: a secretRef without key copies exactly the keys its auth method uses,
+    """A secretRef without key copies exactly the keys its auth method uses,
     never the Secret's other keys."""
     secrets = Secrets({(NS, "creds"): {**needed, **EXTRA}})
     out = payload([entry("loc")], DictCatalog(location(spec)), secrets)
@@ -296,7 +296,7 @@ def test_each_kind_copies_only_the_keys_its_auth_method_uses(spec, path, needed)
 
 @BY_KIND
 def test_each_kind_reports_a_missing_key_by_name_never_value(spec, path, needed):
-    """Issue 12 item 4: a Secret lacking one of the method's keys is an error naming the Secret,
+    """A Secret lacking one of the method's keys is an error naming the Secret,
     the key and the ClusterMediaLocation, with no value of the Secret in it."""
     missing = sorted(needed)[-1]
     present = {k: v for k, v in needed.items() if k != missing}
@@ -321,7 +321,7 @@ def test_each_kind_reports_a_missing_key_by_name_never_value(spec, path, needed)
 
 
 def test_a_secret_missing_several_keys_names_them_all():
-    """Issue 12 item 4: every missing key is named at once."""
+    """Every missing key is named at once."""
     with pytest.raises(HelperDataError, match="has no keys 'accessKeyID', 'secretAccessKey'"):
         payload(
             [entry("ml")], DictCatalog(s3("ml", {"name": "creds"})), Secrets({(NS, "creds"): EXTRA})
@@ -329,7 +329,7 @@ def test_a_secret_missing_several_keys_names_them_all():
 
 
 def test_key_narrows_to_one_of_the_method_keys():
-    """Issue 12 item 4: secretRef.key copies only that key, and only if the method uses it (a
+    """SecretRef.key copies only that key, and only if the method uses it (a
     key the Job never reads is refused rather than copied)."""
     spec = {
         "http": {
@@ -369,7 +369,7 @@ def model_secret_ref_paths(model: type, prefix: str = "") -> set[str]:
 
 
 def test_every_secret_ref_path_has_its_keys():
-    """Issue 12 item 4: every secretRef the MediaLocation models can hold has its keys in
+    """Every secretRef the MediaLocation models can hold has its keys in
     CREDENTIAL_KEYS (a new auth method cannot silently copy a whole Secret), and KINDS above
     tests each of them."""
     from taskfsm.api.medialocation import CREDENTIAL_KEYS, MediaLocationSpec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from taskfsm.api import constants as c
 from taskfsm.build import jobs
 from taskfsm.build.config import merge_config
 from taskfsm.build.jobs import JobTemplateError
+from taskfsm_dev import objects
 
 
 def task(name: str = "t", uid: str = "uid-1", **spec) -> dict:
@@ -171,3 +173,54 @@ def test_exact_ref_has_api_version_and_kind():
 def test_d2_config_merge_later_wins(sources, expected):
     """D2: Function < TaskTemplate < Task, key by key, later wins even with an empty value."""
     assert merge_config(*sources) == expected
+
+
+# -- unusable templates and patches name their object ------------------------------------------
+
+
+def _task(**spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "t", "namespace": "ns", "uid": "uid-1"},
+        "spec": {"workflowRef": {"name": "w"}, **spec},
+    }
+
+
+def test_function_template_of_the_wrong_shape_is_a_clear_error():
+    """Bad-input run: a Function whose ``template`` (free-form in the schema) had
+    ``spec.template.spec.containers`` as an object made every Task using it report
+    ``'str' object has no attribute 'setdefault'``. The template's shape is now checked like a
+    patch's, and the message names the Function, the field and what is wrong."""
+    function = objects.function("fx")
+    function["spec"]["template"]["spec"]["template"]["spec"]["containers"] = {"managedBy": {}}
+    with pytest.raises(jobs.JobTemplateError) as err:
+        jobs.build_job(task=_task(), function=function, task_template=None, namespace="ns")
+    assert str(err.value) == (
+        "Function 'fx' has an unusable spec.template.spec.template.spec.containers: expected a list, got an object"
+    )
+
+
+@pytest.mark.parametrize("where", ["task", "task-template"])
+def test_template_patch_errors_name_the_object_they_come_from(where):
+    """Bad-input run: ``["$$c$c"]: unknown directive`` did not say whose templatePatches held
+    it (the Task's or its TaskTemplate's); the message now starts with the field and, for a
+    TaskTemplate, its kind and name."""
+    patch = {"$$c": [1]}
+    task_template = {
+        "kind": "TaskTemplate",
+        "metadata": {"name": "tt"},
+        "spec": {"templatePatches": patch},
+    }
+    task = _task(templatePatches=patch) if where == "task" else _task()
+    with pytest.raises(jobs.JobTemplateError) as err:
+        jobs.build_job(
+            task=task,
+            function=objects.function("fx"),
+            task_template=task_template if where == "task-template" else None,
+            namespace="ns",
+        )
+    prefix = (
+        "TaskTemplate 'tt' spec.templatePatches: "
+        if where == "task-template"
+        else "spec.templatePatches: "
+    )
+    assert str(err.value).startswith(prefix + '["$$c"]: unknown directive')

@@ -1,4 +1,4 @@
-"""The kubeconfig Secret watch of remote MediaProcessingEntities (issue 12 item 13): it asks for
+"""The kubeconfig Secret watch of remote MediaProcessingEntities: it asks for
 one Secret by name and its cache never holds Secret data."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from taskfsm.kube.rest import SECRETS, Rest
 
 
 def test_secret_watch_cache_keeps_metadata_only():
-    """Issue 12 item 13: a cached kubeconfig Secret is its identity and resourceVersion, no data,
+    """A cached kubeconfig Secret is its identity and resourceVersion, no data,
     annotations or managedFields."""
     secret = {
         "apiVersion": "v1",
@@ -36,7 +36,7 @@ def test_secret_watch_cache_keeps_metadata_only():
 
 
 def test_secret_watch_lists_and_watches_one_secret_by_name():
-    """Issue 12 item 13: the Secret informer's lists and watches carry a metadata.name field
+    """The Secret informer's lists and watches carry a metadata.name field
     selector (the namespace's other Secrets are never listed)."""
     calls: list[tuple[str, dict[str, Any]]] = []
     rest = NamedObjectRest(Rest(client.ApiClient()), "kc")
