@@ -165,21 +165,6 @@ class TaskConditionType(StrEnum):
     FAILED = "Failed"
 
 
-class WorkflowConditionType(StrEnum):
-    """Condition types of Workflows (§1.4), written by the Workflow controller."""
-
-    READY = "Ready"
-    COMPLETE = "Complete"
-    FAILED = "Failed"
-
-
-class MediaProcessingEntityConditionType(StrEnum):
-    """Condition types of (Cluster)MediaProcessingEntities (§1.7)."""
-
-    READY = "Ready"
-    FAILED = "Failed"
-
-
 class JobConditionType(StrEnum):
     """batch/v1 Job condition types read by type, never by position (docs/behaviour.md §3.12).
 

@@ -14,20 +14,15 @@ from pydantic import Field
 
 from taskfsm.api.base import InlineUnion, K8sModel
 from taskfsm.api.constants import (
-    ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY,
-    ANNOTATION_VALUE_TRUE,
     KIND_CLUSTER_MEDIA_PROCESSING_ENTITY,
     KIND_MEDIA_PROCESSING_ENTITY,
     PLURAL_CLUSTER_MEDIA_PROCESSING_ENTITIES,
     PLURAL_MEDIA_PROCESSING_ENTITIES,
-    ConditionStatus,
-    MediaProcessingEntityConditionType,
 )
 from taskfsm.api.meta import (
     CONDITIONS_LIST_MAP,
     Condition,
     ConfigMapOrSecretReference,
-    find_condition,
 )
 from taskfsm.api.resource import ApiObject
 from taskfsm.api.scalars import NamespaceName
@@ -80,20 +75,6 @@ class _MediaProcessingEntityBase(ApiObject):
     """Where Jobs run."""
     status: MediaProcessingEntityStatus = Field(default_factory=MediaProcessingEntityStatus)
     """Readiness."""
-
-    @property
-    def is_default(self) -> bool:
-        """True iff the default-MPE annotation (``constants``) is exactly ``"true"`` (§2)."""
-        annotations = self.metadata.annotations or {}
-        return (
-            annotations.get(ANNOTATION_IS_DEFAULT_MEDIA_PROCESSING_ENTITY) == ANNOTATION_VALUE_TRUE
-        )
-
-    @property
-    def is_ready(self) -> bool:
-        """True iff the Ready condition is True."""
-        ready = find_condition(self.status.conditions, MediaProcessingEntityConditionType.READY)
-        return ready is not None and ready.status == ConditionStatus.TRUE
 
 
 class MediaProcessingEntity(_MediaProcessingEntityBase):

@@ -16,7 +16,6 @@ from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, mode
 from taskfsm.api.base import K8sModel, drop_nulls
 from taskfsm.api.constants import API_VERSION, CATEGORIES_ALL
 from taskfsm.api.errors import InvalidObjectError, describe_validation_error
-from taskfsm.api.meta import ObjectReference
 from taskfsm.api.objectmeta import ObjectMeta
 
 
@@ -67,15 +66,6 @@ class ApiObject(K8sModel):
     def describe(self) -> str:
         """``"<Kind> <namespace>/<name>"`` (``"<Kind> <name>"`` when cluster-scoped)."""
         return _describe(self.KIND, self.metadata.namespace, self.metadata.name)
-
-    def object_reference(self) -> ObjectReference:
-        """A reference to this object (apiVersion, kind, name and, when namespaced, namespace)."""
-        return ObjectReference(
-            api_version=self.api_version,
-            kind=self.KIND,
-            name=self.metadata.name,
-            namespace=self.metadata.namespace if self.NAMESPACED else None,
-        )
 
 
 def _describe(kind: str, namespace: str | None, name: str | None) -> str:

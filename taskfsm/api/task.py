@@ -164,8 +164,3 @@ class Task(ApiObject):
     """Desired state."""
     status: TaskStatus = Field(default_factory=TaskStatus, json_schema_extra=TERMINAL_PHASE_RULE)
     """Observed state."""
-
-    @property
-    def is_active(self) -> bool:
-        """True unless the phase is Succeeded or Failed (an absent phase is active, §2)."""
-        return self.status.phase not in TASK_TERMINAL_PHASES

@@ -19,7 +19,6 @@ from taskfsm.api.constants import (
     KIND_MEDIA_LOCATION,
     KIND_WORKFLOW,
     PLURAL_WORKFLOWS,
-    WORKFLOW_TERMINAL_PHASES,
     WorkflowPhase,
 )
 from taskfsm.api.limits import MAX_MEDIA, MAX_MEDIA_LOCATIONS
@@ -108,8 +107,3 @@ class Workflow(ApiObject):
     """Desired state."""
     status: WorkflowStatus = Field(default_factory=WorkflowStatus)
     """Observed state."""
-
-    @property
-    def is_terminated(self) -> bool:
-        """True iff the phase is Succeeded or Failed; an empty phase counts as active (§1.4)."""
-        return self.status.phase in WORKFLOW_TERMINAL_PHASES

@@ -413,10 +413,6 @@ class Controller:
         """Block until a stop is requested (signal, lost Lease, :meth:`stop`); False on timeout."""
         return self._stop_requested.wait(timeout)
 
-    @property
-    def endpoint_ports(self) -> list[int]:
-        return [server.port for server in self._servers]
-
     def readiness(self) -> str:
         """ "" when ready; else why not (``/readyz``)."""
         if not self.caches.synced():

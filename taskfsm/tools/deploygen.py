@@ -158,13 +158,6 @@ def values_descriptions(text: str) -> dict[str, str]:
     return _values_comments(text)[0]
 
 
-def values_constraints(text: str) -> dict[str, dict[str, Any]]:
-    """Dotted key → JSON-schema keywords, from the ``# @schema {...}`` lines of a key's ``# --``
-    block (e.g. ``{"enum": ["json", "text"]}``, ``{"minimum": 1}``): what the type of the default
-    cannot say. They go into ``values.schema.json`` only, not into the description."""
-    return _values_comments(text)[1]
-
-
 def _values_comments(text: str) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     described: dict[str, str] = {}
     constraints: dict[str, dict[str, Any]] = {}

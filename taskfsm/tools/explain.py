@@ -63,13 +63,6 @@ def main(api_client: Any, namespace: str, name: str, diagram_format: str = "text
     return 1
 
 
-def explain_workflow(
-    api_client: Any, namespace: str, name: str, diagram_format: str = "text"
-) -> int:
-    """Print the explanation of Workflow ``name``; 0 when found, 1 otherwise."""
-    return main(api_client, namespace, f"workflow/{name}", diagram_format)
-
-
 def workflow_summary(api_client: Any, namespace: str) -> list[str]:
     """One line per Workflow of ``namespace`` (phase, counters) and one per Task under it."""
     rest = Rest(api_client)

@@ -496,11 +496,6 @@ def dashboard(definitions: list[MetricDefinition] | None = None) -> dict[str, An
     }
 
 
-def dashboard_queries(board: Mapping[str, Any]) -> list[str]:
-    """Every PromQL expression of ``board``'s panels (tests check them with promtool)."""
-    return [target["expr"] for panel in board["panels"] for target in panel["targets"]]
-
-
 # -- files ------------------------------------------------------------------------------------
 
 

@@ -323,7 +323,7 @@ def test_job_removed_during_a_cut_is_never_made_again(
 def test_mpe_deleted_with_an_orphan_in_its_cluster_goes_without_leaving_it(
     cluster, kubelet, start_controller, namespace
 ):
-    """Item 1 with item 5: a Task removed outright while the controller is down, and its
+    """A Task removed outright while the controller is down, and its
     MediaProcessingEntity deleted too: after the restart the orphaned Job and Secret are
     deleted before the MPE lets go (no client would reach them afterwards); a finished Task
     whose Job was released does not hold the MPE back."""
