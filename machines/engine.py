@@ -252,6 +252,27 @@ class PassRecord:
         self.taken.append(transition_key(transition, self.chart))
 
 
+class LifecycleChart(StateChart[PassRecord]):
+    """What every lifecycle chart is to the engine (the Task, Workflow and MPE charts subclass
+    it): its model is the pass record, and these library settings hold.
+
+    Within a state, transitions for the same event are tried in declaration order and the first
+    whose guards all hold is taken. Effects run as `before` actions, so an effect that raises
+    aborts its transition (the state does not change) and becomes `error.execution`, which
+    every non-final state handles.
+    """
+
+    # The phase is held on the pass record, never on the object: writing states one at a time
+    # would leave the configuration empty (None) mid-transition.
+    atomic_configuration_update = True
+    # A targetless transition must not re-run the entry actions of the state it stays in.
+    enable_self_transition_entries = False
+    # Phases are levels: an event a state has no use for is simply ignored.
+    allow_event_without_transition = True
+    # Exceptions from actions become error.execution, handled explicitly by every chart.
+    catch_errors_as_events = True
+
+
 class ModelBinding:
     """Listener that resolves guards and effects on the model, with the observation bound.
 
@@ -350,10 +371,11 @@ class ChartSpec:
         configuration: the configuration a persisted observation starts in (may raise
             `UnknownPhaseError`).
         events: the events one pass sends, in order.
-        phase_of: the `status.phase` to persist for the state id a pass ended in, given its
-            observation (None: keep the persisted one, e.g. for states that are not phases).
         conditions: the chart's `status.conditions` function.
-        stop: after each event, whether the pass is over (e.g. the object left `live`).
+        phase_of: the `status.phase` to persist for the state id a pass ended in, given its
+            observation (None, the default: keep the persisted one, e.g. for states that are
+            not phases, or a chart without phases).
+        stop: after each event, whether the pass is over (default: it reached `finalized`).
         warning_phases: phases whose phase-change Event is a Warning (others: Normal).
         max_passes: the most passes one reconcile takes (a bound, never reached by a chart
             whose every forward path is shorter; it stops a bug from looping).
@@ -365,9 +387,9 @@ class ChartSpec:
     effect_names: tuple[str, ...]
     configuration: Callable[[Any], list[str]]
     events: Callable[[Any], tuple[str, ...]]
-    phase_of: Callable[[str, Any], str | None]
     conditions: Conditions
-    stop: Callable[[OrderedSet[Any]], bool]
+    phase_of: Callable[[str, Any], str | None] = lambda _state, _observation: None
+    stop: Callable[[OrderedSet[Any]], bool] = lambda configuration: "finalized" in configuration
     warning_phases: frozenset[str] = frozenset()
     max_passes: int = 8
 

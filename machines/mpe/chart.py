@@ -28,34 +28,29 @@ Spec: docs/behaviour.md §1.7 and §4.2, with D18 and D19.
 
 from __future__ import annotations
 
-from typing import Final, cast
+from enum import StrEnum
+from typing import cast
 
-from statemachine import State, StateChart
+from statemachine import State
 
-from machines.engine import PassRecord
+from machines.engine import LifecycleChart
 from machines.mpe.observation import MpeObservation
 
-GONE: Final = "gone"
-DELETION_REQUESTED: Final = "deletion_requested"
-MANAGED_ELSEWHERE: Final = "managed_elsewhere"
-FINALIZER_MISSING: Final = "finalizer_missing"
-OBSERVED: Final = "observed"
-SETTLED: Final = "settled"
+
+class Event(StrEnum):
+    """What a pass observed of the MPE, derived from the observation by `events_for`."""
+
+    GONE = "gone"
+    DELETION_REQUESTED = "deletion_requested"
+    MANAGED_ELSEWHERE = "managed_elsewhere"
+    FINALIZER_MISSING = "finalizer_missing"
+    OBSERVED = "observed"
+    SETTLED = "settled"
 
 
-class MpeLifecycle(StateChart[PassRecord]):
-    """Lifecycle of one MediaProcessingEntity or ClusterMediaProcessingEntity (§4.2).
-
-    Within a state, transitions for the same event are tried in declaration order and the
-    first whose guards all hold is taken. Effects run as `before` actions, so an effect that
-    raises aborts its transition and becomes `error.execution`.
-    """
-
-    # Same engine settings as the Task lifecycle (machines/task/chart.py explains each).
-    atomic_configuration_update = True
-    enable_self_transition_entries = False
-    allow_event_without_transition = True
-    catch_errors_as_events = True
+class MpeLifecycle(LifecycleChart):
+    """Lifecycle of one MediaProcessingEntity or ClusterMediaProcessingEntity (§4.2); the
+    engine's rules of a chart are `machines.engine.LifecycleChart`'s."""
 
     class live(State.Compound, name="Live"):
         connecting = State("Connecting", initial=True)
@@ -165,12 +160,13 @@ def events_for(observation: MpeObservation) -> tuple[str, ...]:
     deletion, the finalizer (a live MPE this replica writes), `observed` (connect, or the
     deletion's step), `settled` (the verdict after a successful connect). The driver stops
     early when a pass ends in error."""
+    e = Event
     if not observation.exists:
-        return (GONE,) if observation.manages_status else (MANAGED_ELSEWHERE, GONE)
+        return (e.GONE,) if observation.manages_status else (e.MANAGED_ELSEWHERE, e.GONE)
     if not observation.manages_status:
-        return (MANAGED_ELSEWHERE, OBSERVED, SETTLED)
+        return (e.MANAGED_ELSEWHERE, e.OBSERVED, e.SETTLED)
     if observation.deletion_requested:
-        return (DELETION_REQUESTED, OBSERVED)
+        return (e.DELETION_REQUESTED, e.OBSERVED)
     if not observation.has_finalizer:
-        return (FINALIZER_MISSING, OBSERVED, SETTLED)
-    return (OBSERVED, SETTLED)
+        return (e.FINALIZER_MISSING, e.OBSERVED, e.SETTLED)
+    return (e.OBSERVED, e.SETTLED)

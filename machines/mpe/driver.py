@@ -1,26 +1,23 @@
 """The MediaProcessingEntity lifecycle's verdicts and its pass engine.
 
 Where this sits in the flow: the MPE reconciler reads the MPE, its client and the Tasks using
-it into an `MpeObservation` and asks `MPE_ENGINE` to reconcile it (one pass: an MPE has no
-phase to move forward). Verdicts (`note_*`, `report_*`, `wait_for_tasks`, `schedule_*`) decide
-the MPE's status (`MpeStatus` as the pass's detail), its Events and when to look again.
+it into an `MpeObservation` and asks `MPE_ENGINE` to reconcile it (`MPE_ENGINE.reconcile`: one
+pass, an MPE has no phase to move forward; `MPE_ENGINE.run`, one pass alone). Verdicts
+(`note_*`, `report_*`, `wait_for_tasks`, `schedule_*`) decide the MPE's status (`MpeStatus` as
+the pass's detail), its Events and when to look again.
 
 Spec: docs/behaviour.md §1.7 and §4.2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-from typing import Any, Final, TypeAlias
-
-from statemachine.orderedset import OrderedSet
+from typing import Final, TypeAlias
 
 from machines.engine import WARNING, ChartSpec, PassEngine, PassOutcome, ReconcileOutcome
 from machines.engine import PassRecord as _EnginePassRecord
 from machines.mpe.chart import MpeLifecycle, configuration_for, events_for
 from machines.mpe.conditions import CONNECTED, MpeStatus, compute_mpe_conditions
-from machines.mpe.model import EFFECT_NAMES, GUARD_NAMES, MpeLifecycleModel
+from machines.mpe.model import EFFECT_NAMES, GUARD_NAMES
 from machines.mpe.observation import MpeObservation
 
 VERDICT_NAMES: Final = (
@@ -95,10 +92,6 @@ class _PassRecord(_EnginePassRecord):
         self.report(message, action or "report_deletion_blocked", exception=error)
 
 
-def _stop(configuration: OrderedSet[Any]) -> bool:
-    return "finalized" in configuration
-
-
 MPE_ENGINE: Final = PassEngine(
     ChartSpec(
         chart=MpeLifecycle,
@@ -107,9 +100,7 @@ MPE_ENGINE: Final = PassEngine(
         effect_names=EFFECT_NAMES,
         configuration=configuration_for,
         events=events_for,
-        phase_of=lambda _state, _observation: None,
         conditions=compute_mpe_conditions,
-        stop=_stop,
         max_passes=1,
     )
 )
@@ -117,21 +108,3 @@ MPE_ENGINE: Final = PassEngine(
 
 MpePassOutcome: TypeAlias = PassOutcome[None]
 MpeReconcileOutcome: TypeAlias = ReconcileOutcome[None]
-
-
-def run_pass(
-    observation: MpeObservation, model: MpeLifecycleModel, *, now: datetime
-) -> MpePassOutcome:
-    """Drive one pass and report it; never raises (see `machines.engine`)."""
-    return MPE_ENGINE.run(observation, model, now=now)
-
-
-def reconcile(
-    observe: Callable[[], MpeObservation],
-    model: MpeLifecycleModel,
-    *,
-    now: datetime,
-    apply: Callable[[MpePassOutcome], None] = lambda _outcome: None,
-) -> MpeReconcileOutcome:
-    """One reconcile (a single pass: an MPE has no phase to move forward)."""
-    return MPE_ENGINE.reconcile(observe, model, now=now, apply=apply)

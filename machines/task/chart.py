@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Final, cast
 
-from statemachine import State, StateChart
+from statemachine import State
 
-from machines.engine import PassRecord, UnknownPhaseError
+from machines.engine import LifecycleChart, UnknownPhaseError
 from machines.task.observation import TaskObservation, WorkflowState
 from machines.task.phases import PHASE_STATES, STATE_PHASES
 
@@ -44,28 +44,16 @@ OBSERVED: Final = "observed"
 SETTLED: Final = "settled"
 
 
-class TaskLifecycle(StateChart[PassRecord]):
-    """Lifecycle of one nagare media engine Task (docs/behaviour.md §3).
-
-    Within a state, transitions for the same event are tried in declaration order and the
-    first whose guards all hold is taken. Effects run as `before` actions, so an effect that
-    raises aborts its transition (the state does not change) and becomes `error.execution`,
-    which every non-final state handles with `report_error`.
+class TaskLifecycle(LifecycleChart):
+    """Lifecycle of one nagare media engine Task (docs/behaviour.md §3); the engine's rules of
+    a chart are `machines.engine.LifecycleChart`'s. Every non-final state handles
+    `error.execution` with `report_error`.
 
     {statechart:md}
     """
 
     state_phases: ClassVar[Mapping[str, str]] = STATE_PHASES
 
-    # The phase is held on the driver's pass record, never on the Task object: writing
-    # states one at a time would leave the configuration empty (None) mid-transition.
-    atomic_configuration_update = True
-    # A targetless transition must not re-run the entry actions of the state it stays in.
-    enable_self_transition_entries = False
-    # Phases are levels: an event a state has no use for is simply ignored.
-    allow_event_without_transition = True
-    # Exceptions from actions become error.execution, handled explicitly below.
-    catch_errors_as_events = True
     # `cast(State, x)` below: `class x(State.Compound)` binds the State the library builds, but
     # type checkers see a class, whose `to` stub refuses the None of a targetless transition.
 

@@ -298,8 +298,8 @@ TASK_ENGINE: Final = PassEngine(
         effect_names=EFFECT_NAMES,
         configuration=_configuration,
         events=events_for,
-        phase_of=lambda state, _observation: STATE_PHASES.get(state),
         conditions=compute_conditions,
+        phase_of=lambda state, _observation: STATE_PHASES.get(state),
         stop=_stop,
         warning_phases=WARNING_PHASES,
         # The longest forward path (New → Initializing → JobPending → Running → terminal) takes

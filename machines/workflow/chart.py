@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Final, cast
 
-from statemachine import State, StateChart
+from statemachine import State
 
-from machines.engine import PassRecord
+from machines.engine import LifecycleChart
 from machines.workflow.observation import WorkflowObservation
 from machines.workflow.phases import PHASE_STATES, STATE_PHASES
 
@@ -49,7 +49,7 @@ OBSERVED: Final = "observed"
 SETTLED: Final = "settled"
 
 
-class WorkflowLifecycle(StateChart[PassRecord]):
+class WorkflowLifecycle(LifecycleChart):
     """Lifecycle of one nagare media engine Workflow (docs/behaviour.md §4.3).
 
     Within a state, transitions for the same event are tried in declaration order and the
@@ -64,11 +64,6 @@ class WorkflowLifecycle(StateChart[PassRecord]):
 
     state_phases: ClassVar[Mapping[str, str]] = STATE_PHASES
 
-    # Same engine settings as the Task lifecycle (machines/task/chart.py explains each).
-    atomic_configuration_update = True
-    enable_self_transition_entries = False
-    allow_event_without_transition = True
-    catch_errors_as_events = True
     # `cast(State, live)`: see machines/task/chart.py (a compound is a State to the library).
 
     class live(State.Compound, name="Live"):

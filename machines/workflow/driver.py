@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 from statemachine import State
-from statemachine.orderedset import OrderedSet
 
 from machines.engine import (
     NORMAL,
@@ -114,10 +113,6 @@ def _phase_of(state: str, observation: WorkflowObservation) -> str | None:
     return STATE_PHASES.get(state)
 
 
-def _stop(configuration: OrderedSet[Any]) -> bool:
-    return "finalized" in configuration
-
-
 WORKFLOW_ENGINE: Final = PassEngine(
     ChartSpec(
         chart=WorkflowLifecycle,
@@ -126,9 +121,8 @@ WORKFLOW_ENGINE: Final = PassEngine(
         effect_names=EFFECT_NAMES,
         configuration=lambda observation: configuration_for_phase(observation.phase),
         events=events_for,
-        phase_of=_phase_of,
         conditions=compute_workflow_conditions,
-        stop=_stop,
+        phase_of=_phase_of,
         warning_phases=WARNING_PHASES,
         # The longest path (New → Initializing → Running → AwaitingCompletion → Succeeded with a
         # zero wait) takes five passes.

@@ -15,7 +15,7 @@ import pytest
 
 from machines import catalog
 from machines.mpe.chart import MpeLifecycle, configuration_for, events_for
-from machines.mpe.driver import DELETION_POLL_SECONDS, VERDICT_NAMES, _PassRecord, run_pass
+from machines.mpe.driver import DELETION_POLL_SECONDS, MPE_ENGINE, VERDICT_NAMES, _PassRecord
 from machines.mpe.guards import MpeObservationGuards
 from machines.mpe.model import EFFECT_NAMES, GUARD_NAMES, MpeLifecycleModel
 from machines.mpe.observation import MpeObservation
@@ -52,7 +52,7 @@ for _name in EFFECT_NAMES:
 
 
 def run(fail: dict[str, BaseException] | None = None, **fields: Any) -> Any:
-    return run_pass(MpeObservation(**fields), FakeModel(fail), now=NOW)
+    return MPE_ENGINE.run(MpeObservation(**fields), FakeModel(fail), now=NOW)
 
 
 def ready(outcome: Any) -> dict[str, tuple[str, str]]:

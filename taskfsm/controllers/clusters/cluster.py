@@ -7,6 +7,7 @@ in their namespace", "Where Jobs run").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
 from taskfsm.api import constants as c
@@ -25,21 +26,25 @@ WatchKey = tuple[str, str, str]
 JOB_LABEL_SELECTOR: Final = f"{c.LABEL_TASK_NAMESPACE},{c.LABEL_TASK_NAME}"
 """The Jobs a Job watch lists: those carrying the Task labels."""
 
-#: ``Ready=False`` reasons of an MPE (the ``reason`` of :class:`MpeError`).
-REASON_INVALID_SPEC: Final = "InvalidSpec"
-REASON_NAMESPACE_NOT_ALLOWED: Final = "NamespaceNotAllowed"
-REASON_SECRET_UNAVAILABLE: Final = "KubeconfigSecretUnavailable"
-REASON_KUBECONFIG_INVALID: Final = "KubeconfigInvalid"
-REASON_KUBECONFIG_REFUSED: Final = "KubeconfigRefused"
-REASON_NOT_REACHABLE: Final = "NotReachable"
-REASON_CLUSTER_REFUSED: Final = "ClusterRefused"
+
+class Reason(StrEnum):
+    """Why an MPE cannot be used: its ``Ready=False`` reason (the ``reason`` of
+    :class:`MpeError`; docs/mpe-lifecycle.md)."""
+
+    INVALID_SPEC = "InvalidSpec"
+    NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
+    SECRET_UNAVAILABLE = "KubeconfigSecretUnavailable"
+    KUBECONFIG_INVALID = "KubeconfigInvalid"
+    KUBECONFIG_REFUSED = "KubeconfigRefused"
+    NOT_REACHABLE = "NotReachable"
+    CLUSTER_REFUSED = "ClusterRefused"
 
 
 class MpeError(Exception):
     """The MPE cannot be used; the message goes to its status and to waiting Tasks, the reason
     to its ``Ready`` condition (docs/mpe-lifecycle.md)."""
 
-    def __init__(self, message: str, reason: str = REASON_NOT_REACHABLE) -> None:
+    def __init__(self, message: str, reason: str = Reason.NOT_REACHABLE) -> None:
         super().__init__(message)
         self.reason = reason
 

@@ -31,10 +31,10 @@ from typing import Any, Final
 from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import (
     JOB_LABEL_SELECTOR,
-    REASON_CLUSTER_REFUSED,
     MpeCluster,
     MpeError,
     MpeKey,
+    Reason,
     SecretKey,
     WatchKey,
     among,
@@ -239,7 +239,7 @@ class MpeRegistry:
                 return MpeError(
                     f"MediaProcessingEntity cluster refuses the controller: HTTP {exc.status}: "
                     f"{exc} (Job watch: {watch_error})",
-                    REASON_CLUSTER_REFUSED,
+                    Reason.CLUSTER_REFUSED,
                 )
             return MpeError(
                 f"MediaProcessingEntity cluster not reachable: {exc} (Job watch: {watch_error})"

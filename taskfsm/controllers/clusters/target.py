@@ -22,12 +22,8 @@ from typing import Any, Final
 
 from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import (
-    REASON_INVALID_SPEC,
-    REASON_KUBECONFIG_INVALID,
-    REASON_KUBECONFIG_REFUSED,
-    REASON_NAMESPACE_NOT_ALLOWED,
-    REASON_SECRET_UNAVAILABLE,
     MpeError,
+    Reason,
     SecretKey,
 )
 from taskfsm.kube import client as kube_client
@@ -84,7 +80,7 @@ def resolve(
             if cluster_kind:
                 raise MpeError(
                     "local ClusterMediaProcessingEntity has no namespace defined",
-                    REASON_INVALID_SPEC,
+                    Reason.INVALID_SPEC,
                 )
             namespace = meta["namespace"]
         elif not cluster_kind and namespace != meta["namespace"]:
@@ -94,7 +90,7 @@ def resolve(
                 f"spec.local.namespace {namespace!r} is not this MediaProcessingEntity's "
                 f"namespace: a MediaProcessingEntity runs Jobs in its own namespace only (a "
                 f"ClusterMediaProcessingEntity may name another)",
-                REASON_NAMESPACE_NOT_ALLOWED,
+                Reason.NAMESPACE_NOT_ALLOWED,
             )
         _require_watched(watch_namespace, namespace, "spec.local.namespace")
         return Target((generation, namespace), None, namespace, False, "main")
@@ -105,18 +101,18 @@ def resolve(
         if cluster_kind and not secret_ns:
             raise MpeError(
                 "remote ClusterMediaProcessingEntity secretRef has no namespace defined",
-                REASON_INVALID_SPEC,
+                Reason.INVALID_SPEC,
             )
         if not cluster_kind:
             if secret_ns and secret_ns != meta["namespace"]:
                 raise MpeError(
                     "remote MediaProcessingEntity references secretRef in different namespace",
-                    REASON_NAMESPACE_NOT_ALLOWED,
+                    Reason.NAMESPACE_NOT_ALLOWED,
                 )
             secret_ns = meta["namespace"]
         name = secret_ref.get("name") or ""
         if not name:
-            raise MpeError("remote kubeconfig secretRef has no name", REASON_INVALID_SPEC)
+            raise MpeError("remote kubeconfig secretRef has no name", Reason.INVALID_SPEC)
         _require_watched(watch_namespace, secret_ns, "the kubeconfig secretRef's namespace")
         key = secret_ref.get("key") or DEFAULT_KUBECONFIG_KEY
         # Watched before it is read, so a Secret created or fixed after this read still
@@ -126,12 +122,12 @@ def resolve(
             secret = main.get(SECRETS, secret_ns, name)
         except KubeError as exc:
             raise MpeError(
-                f"failed to read kubeconfig Secret: {exc}", REASON_SECRET_UNAVAILABLE
+                f"failed to read kubeconfig Secret: {exc}", Reason.SECRET_UNAVAILABLE
             ) from None
         data = (secret.get("data") or {}).get(key)
         if data is None:
             raise MpeError(
-                f"Secret '{secret_ns}/{name}' has no key '{key}'", REASON_SECRET_UNAVAILABLE
+                f"Secret '{secret_ns}/{name}' has no key '{key}'", Reason.SECRET_UNAVAILABLE
             )
         where = f"Secret '{secret_ns}/{name}' key '{key}'"
         # A tenant's kubeconfig is held to the allow-list; the administrator's opt-ins
@@ -143,12 +139,12 @@ def resolve(
         except kubeconfig.KubeconfigRefused as exc:
             raise MpeError(
                 f'{where} is refused: {exc} (docs/security.md, "Remote kubeconfigs")',
-                REASON_KUBECONFIG_REFUSED,
+                Reason.KUBECONFIG_REFUSED,
             ) from None
         except Exception as exc:  # malformed: never echo its content
             detail = str(exc) if isinstance(exc, ValueError) else type(exc).__name__
             raise MpeError(
-                f"{where} is not a usable kubeconfig: {detail}", REASON_KUBECONFIG_INVALID
+                f"{where} is not a usable kubeconfig: {detail}", Reason.KUBECONFIG_INVALID
             ) from None
         namespace = kubeconfig.namespace_of(document)
         version = secret["metadata"].get("resourceVersion")
@@ -156,7 +152,7 @@ def resolve(
         return Target(fingerprint, api_client, namespace, True, api_client.configuration.host)
     raise MpeError(
         "MediaProcessingEntity spec must have exactly one of local or remote",
-        REASON_INVALID_SPEC,
+        Reason.INVALID_SPEC,
     )
 
 
@@ -166,5 +162,5 @@ def _require_watched(watch_namespace: str | None, namespace: str, what: str) -> 
         raise MpeError(
             f"{what} {namespace!r} is outside the namespace this controller works in "
             f"({watch_namespace!r}, taskfsm run --namespace)",
-            REASON_NAMESPACE_NOT_ALLOWED,
+            Reason.NAMESPACE_NOT_ALLOWED,
         )

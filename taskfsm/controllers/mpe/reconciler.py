@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from machines.conditions import Condition
-from machines.mpe.driver import MpeReconcileOutcome, reconcile
+from machines.mpe.driver import MPE_ENGINE, MpeReconcileOutcome
 from machines.mpe.observation import MpeObservation
 from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeKey, ref_of_key
@@ -99,7 +99,9 @@ class MpeReconciler:
         cached = self.get(kind, namespace or None, name)
         mpe = None if cached is None else {**cached, "kind": kind}
         effects = MpeEffects(self.ports, key, mpe)
-        outcome = reconcile(lambda: self.observe(key, mpe), effects, now=self.clock())
+        outcome = MPE_ENGINE.reconcile(
+            lambda: self.observe(key, mpe), effects, now=self.clock(), apply=lambda _outcome: None
+        )
         error = outcome.error
         if error is not None and isinstance(error.exception, ShuttingDown):
             return Result()  # say nothing about the MPE
