@@ -28,7 +28,8 @@ Two objects are attached to the machine:
 Both stop a pass at its first error or wait: after a callback raised, or a verdict reported an
 error or decided to wait, guards answer False so no further guarded transition is taken (a
 raising guard alone would count as False for the library, which would then try the next
-candidate transition).
+candidate transition). A pass also sends no further event once a verdict ended the reconcile
+(`end_reconcile`), or once the chart's `stop` says it is over.
 
 **One machine per thread, reused.** Building a `StateChart` registers every callback of the
 chart (about a millisecond); a pass itself costs a fraction of that. So each thread keeps one
@@ -206,7 +207,8 @@ class PassRecord:
         self.running_callback = None
 
     def end_reconcile(self) -> None:
-        """Verdict: no further step in this reconcile (the next comes from a watch event)."""
+        """Verdict: no further event in this pass and no further pass in this reconcile (what
+        the pass wrote, once durable, is what the next one starts from)."""
         self.ended = True
 
     def wait(self, message: str, *, on: str, quiet: bool = False) -> None:
@@ -565,7 +567,12 @@ class PassEngine:
         try:
             for event in spec.events(observation):
                 machine.send(event)
-                if record.failed or record.errors or spec.stop(machine.configuration_values):
+                if (
+                    record.failed
+                    or record.errors
+                    or record.ended
+                    or spec.stop(machine.configuration_values)
+                ):
                     break
         except Exception as err:  # D23: a library or programming error must not stop the controller
             record.errors.append(

@@ -103,9 +103,10 @@ class TaskLifecycle(LifecycleChart):
                 | running.to(None, on="schedule_resync")
             )
 
-        # D10: entering either terminal phase stamps endTime. D18: the reconcile then ends, so
-        # the outcome is durable before any housekeeping, and the Task is looked at again at
-        # once for it (the watch event of the reconcile's own write wakes nobody).
+        # D10: entering either terminal phase stamps endTime. D18: the pass and the reconcile
+        # then end, so the outcome is durable before any housekeeping (the transitions below run
+        # only in a pass that starts from the persisted terminal phase), and the Task is looked
+        # at again at once for it (the watch event of the reconcile's own write wakes nobody).
         class terminated(
             State.Compound,
             name="Terminated",
@@ -133,25 +134,22 @@ class TaskLifecycle(LifecycleChart):
             # MPE is allowed): otherwise nothing is created, and the Task says why.
             | active.job_pending.to(None, cond="job_unmakeable", on="report_job_unmakeable")
             | active.job_pending.to(active.running, before="create_job_and_secret")
-            # Terminal housekeeping, one step per pass, only once the outcome is durable (D18);
-            # the next pass comes from the Job's own event (deleted, gone) or the resync.
+            # Terminal housekeeping, one step per pass, only once the outcome is durable (D18:
+            # entering Terminated ends the pass); the next pass comes from the Job's own event
+            # (deleted, gone) or the resync.
             | cast(State, terminated).to(
                 None, cond=["mpe_client_pending", "job_ref_set"], on="wait_for_mpe_client_quietly"
             )
             | cast(State, terminated).to(
                 None, cond=["mpe_unavailable", "job_ref_set"], on="report_mpe_unavailable"
             )
-            | cast(State, terminated).to(
-                None, cond=["outcome_recorded", "job_still_running"], before="delete_job"
-            )
-            | cast(State, terminated).to(
-                None, cond=["outcome_recorded", "job_protected"], before="release_job_finalizer"
-            )
+            | cast(State, terminated).to(None, cond="job_still_running", before="delete_job")
+            | cast(State, terminated).to(None, cond="job_protected", before="release_job_finalizer")
             # A finished Job is kept until its TTL, but not beyond its MPE: once the MPE is
             # being deleted, the Task deletes it (no client reaches it after the MPE is gone).
             | cast(State, terminated).to(
                 None,
-                cond=["outcome_recorded", "mpe_deleting", "job_deletable"],
+                cond=["mpe_deleting", "job_deletable"],
                 before="delete_job",
                 on="note_job_deleted_with_mpe",
             )

@@ -166,10 +166,6 @@ class ObservationGuards:
         """The Job still carries `engine.nagare.media/job-protection`."""
         return observation.job_protected
 
-    def outcome_recorded(self, observation: TaskObservation) -> bool:
-        """The persisted phase is Succeeded or Failed, so the outcome is durable (D18)."""
-        return observation.outcome_recorded
-
     def job_ref_stale(self, observation: TaskObservation) -> bool:
         """`status.jobRef` names a Job that is gone or was replaced by another UID (§3.9, D6)."""
         return observation.job_ref_set and observation.job_uid != observation.job_ref_uid

@@ -56,7 +56,6 @@ GUARD_NAMES: Final = (
     "job_deleted_early",
     "job_deletable",
     "job_protected",
-    "outcome_recorded",
     "job_ref_stale",
 )
 """Every guard of `TaskLifecycleModel`, in declaration order."""
@@ -188,10 +187,6 @@ class TaskLifecycleModel(Protocol):
 
     def job_protected(self, observation: TaskObservation) -> bool:
         """The Job carries the job-protection finalizer."""
-        ...
-
-    def outcome_recorded(self, observation: TaskObservation) -> bool:
-        """The persisted phase is terminal."""
         ...
 
     def job_ref_stale(self, observation: TaskObservation) -> bool:

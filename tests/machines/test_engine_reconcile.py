@@ -125,3 +125,25 @@ def test_a_reconcile_that_ends_where_it_started_writes_no_phase_event():
     assert outcome.path == ("Running",)
     assert outcome.events == ()
     assert world["job"] is JobState.ACTIVE
+
+
+def test_a_verdict_that_ends_the_reconcile_ends_the_pass_too():
+    """The Workflow terminated a running Task: the pass enters Failed and sends no further
+    event, so the Job is deleted and released only once the outcome is durable."""
+    world, model = _world(
+        phase="Running",
+        has_finalizer=True,
+        owned_by_workflow=True,
+        mpe_selected=True,
+        function_selected=True,
+        workflow="terminated",
+        job="active",
+        job_uid="u1",
+        job_ref_uid="u1",
+        job_protected=True,
+    )
+    outcome = _reconcile(world, model)
+    assert outcome.path == ("Running", "Failed")
+    assert outcome.last.end_reconcile
+    assert "delete_job" not in outcome.effects
+    assert "release_job_finalizer" not in outcome.effects
