@@ -19,25 +19,16 @@ given a CA for it). The local control plane has no kubelet, so :class:`LogServer
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
-import ssl
-import tempfile
 import threading
 import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from taskfsm.kube.errors import KubeError
+from taskfsm.kube.pem import self_signed_context
 from taskfsm.kube.rest import PODS, Resource, Rest
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -73,10 +64,10 @@ class LogServer:
         self._containers: dict[tuple[str, str, str], _Container] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
-        self._dir = tempfile.TemporaryDirectory(prefix="taskfsm-sim-kubelet-")
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._server.socket = self._tls().wrap_socket(self._server.socket, server_side=True)
+        tls = self_signed_context(self.node, days=1)
+        self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="sim-kubelet-logs", daemon=True
@@ -107,7 +98,6 @@ class LogServer:
         self._server.server_close()
         with contextlib.suppress(KubeError):  # gone already, or the control plane stopped first
             self.rest.delete(NODES, None, self.node)
-        self._dir.cleanup()
 
     # -- the kubelet's side ----------------------------------------------------------------------
 
@@ -189,34 +179,3 @@ class LogServer:
                     time.sleep(0.05)
 
         return Handler
-
-    def _tls(self) -> ssl.SSLContext:
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, self.node)])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(
-                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False,
-            )
-            .sign(key, hashes.SHA256())
-        )
-        cert_file, key_file = Path(self._dir.name) / "tls.crt", Path(self._dir.name) / "tls.key"
-        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        key_file.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert_file, key_file)
-        return context

@@ -254,9 +254,15 @@ def configuration_for_phase(phase: str) -> list[str]:
         UnknownPhaseError: if `phase` is not one of `PHASE_STATES`.
     """
     try:
-        return configuration_for(PHASE_STATES[phase])
+        return list(_PHASE_CONFIGURATIONS[phase])
     except KeyError:
         raise UnknownPhaseError(phase, list(PHASE_STATES)) from None
+
+
+_PHASE_CONFIGURATIONS: Final = {
+    phase: tuple(configuration_for(state)) for phase, state in PHASE_STATES.items()
+}
+"""The configuration of every persisted phase, worked out once (every pass starts in one)."""
 
 
 def events_for(observation: TaskObservation) -> tuple[str, ...]:

@@ -13,8 +13,6 @@ development one); Prometheus then scrapes with
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import logging
 import os
 import socket
@@ -23,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from taskfsm.kube.pem import load_cert_chain
+from taskfsm.kube.pem import self_signed_context
 
 log = logging.getLogger(__name__)
 
@@ -87,39 +85,7 @@ def _server_context() -> ssl.SSLContext:
 
 def _self_signed() -> ssl.SSLContext:
     """A context serving a new self-signed certificate for this host (key kept in memory)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
     host = socket.gethostname() or "taskfsm"
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"taskfsm metrics ({host})")])
-    now = datetime.datetime.now(datetime.UTC)
-    names: list[x509.GeneralName] = [
-        x509.DNSName(host),
-        x509.DNSName("localhost"),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    ]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=SELF_SIGNED_DAYS))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .sign(key, hashes.SHA256())
+    return self_signed_context(
+        f"taskfsm metrics ({host})", dns_names=(host, "localhost"), days=SELF_SIGNED_DAYS
     )
-    context = _server_context()
-    load_cert_chain(
-        context,
-        cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
-    )
-    return context

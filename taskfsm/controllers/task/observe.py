@@ -50,7 +50,7 @@ def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
         mpe_problem=world.mpe_problem,
         mpe_refused=world.job_refused,
         job_unreadable=world.job_unreadable,
-        job_name=jobs.job_name(task),
+        job_name=world.job_name,
         job=facts.state,
         job_uid=facts.uid,
         job_terminating=facts.terminating,

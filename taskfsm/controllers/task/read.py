@@ -86,7 +86,8 @@ class TaskReader:
         meta = task["metadata"]
         status = task.get("status") or {}
         workflow_name = ((task.get("spec") or {}).get("workflowRef") or {}).get("name") or ""
-        world = TaskWorld(task=task)
+        job_name = jobs.job_name(task)
+        world = TaskWorld(task=task, job_name=job_name)
         if workflow_name:
             world.workflow = self.store.workflow(meta["namespace"], workflow_name)
         deleting = bool(meta.get("deletionTimestamp"))
@@ -104,7 +105,6 @@ class TaskReader:
         if deleting:
             unreachable = self.clusters.unreachable_for(mpe_ref)
             world.cleanup_wait_left = max(0.0, self.cleanup_timeout - unreachable)
-        job_name = jobs.job_name(task)
         task_uid = meta.get("uid") or ""
         # A deleting Task without our finalizer is going anyway: its Job is not looked at.
         if cluster is not None and not (deleting and not has_finalizer):

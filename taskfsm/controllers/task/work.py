@@ -29,6 +29,8 @@ class TaskWorld:
     """
 
     task: dict[str, Any]
+    job_name: str
+    """The Task's Job's deterministic name (`taskfsm.build.jobs.job_name`)."""
     workflow: dict[str, Any] | None = None
     mpe_ref: dict[str, Any] | None = None
     """The Task's own `status.mediaProcessingEntityRef`, or the one selection finds again for
