@@ -22,7 +22,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.mpe.registry import MpeCluster, MpeError, MpeKey, MpeRegistry
+from taskfsm.controllers.mpe.registry import (
+    MpeCluster,
+    MpeError,
+    MpeKey,
+    MpeRegistry,
+    MpeSettingUp,
+)
 from taskfsm.controllers.result import Result
 from taskfsm.kube import finalizers
 from taskfsm.kube.errors import KubeError, NotFound
@@ -34,6 +40,9 @@ log = logging.getLogger(__name__)
 
 DELETION_POLL_SECONDS = 5.0
 """How often a deleting MPE whose cluster works looks again whether its Tasks are done."""
+
+SETTING_UP_SECONDS = 5.0
+"""How soon an MPE whose client is being set up is looked at again without a notification."""
 
 READY_REASON = "Connected"
 """``Ready=True``'s reason: the cluster answers and its Job watch is connected."""
@@ -91,6 +100,14 @@ class MpeReconciler:
         self.cleanup_timeout = cleanup_timeout
 
     def reconcile(self, text_key: str) -> Result:
+        try:
+            return self._reconcile(text_key)
+        except MpeSettingUp:
+            # The client's Job watch is listing: its first sync or failure re-queues this MPE;
+            # the look after SETTING_UP_SECONDS only guards against a lost notification.
+            return Result(requeue_after=SETTING_UP_SECONDS)
+
+    def _reconcile(self, text_key: str) -> Result:
         key = parse_mpe_key(text_key)
         kind, namespace, name = key
         mpe = self.get(kind, namespace or None, name)
@@ -163,9 +180,14 @@ class MpeReconciler:
             if self.registry.interrupted:
                 raise _ShuttingDown from None
             return exc
+        # MpeSettingUp propagates: the reconcile looks again once the Job watch has listed.
         problem = self.registry.refusal(cluster)
         if problem is None and not was_ready:
             self.on_ready(key)
+        if problem is None:
+            self.registry.mark_reachable(_ref(key))
+        else:
+            self.registry.mark_unreachable(_ref(key))
         kept = self.registry.kept(key)
         if problem is None and kept is not None:
             return MpeError(

@@ -57,8 +57,11 @@ DEFAULT_KUBECONFIG_KEY = "kubeconfig"
 REMOTE_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """Largest answer or watch event read from a remote MediaProcessingEntity's cluster (a page of
 500 Jobs is a few MiB); a larger one fails that MPE's request, never the controller."""
-PROBE_TIMEOUT = (5.0, 10.0)
-"""(connect, read) seconds for the LIST that asks a cluster with a failing Job watch why."""
+
+
+class MpeSettingUp(Exception):
+    """The MPE's client is built and its Job watch's first list is under way: nothing to say
+    yet; the watch's first sync or failure re-queues the MPE."""
 
 
 class MpeError(Exception):
@@ -111,6 +114,9 @@ class MpeCluster:
     cluster_id: str
     watch_key: tuple[str, str, str] = ("", "", "")
     """(cluster, Job namespace, credentials): MPEs with the same key share one Job watch."""
+    built_at: float = field(default_factory=time.monotonic)
+    """When this client was set up (monotonic): its Job watch must sync within the registry's
+    ``sync_timeout``."""
 
     def trusts(self, task_namespace: str | None) -> bool:
         """Whether a Job or Secret here may belong to a Task of ``task_namespace``: any for a
@@ -344,32 +350,20 @@ class MpeRegistry:
 
     def refusal(self, cluster: MpeCluster) -> MpeError | None:
         """Why ``cluster`` cannot be used although it is set up (None when its Job watch is
-        connected): its Job watch is failing. One LIST of its Jobs (at most one item) tells
-        whether the cluster refuses the controller's credentials (401/403) or does not answer;
-        the message names the HTTP status and the API server's text, never a credential."""
+        connected), from its Job watch's last failure: refused (401/403) or not answering. The
+        message names the HTTP status and the API server's text, never a credential; no request
+        is made (a cluster that does not answer must not hold the MPE worker)."""
         if cluster.jobs.healthy:
             return None
         watch_error = cluster.jobs.last_error or "not connected"
-        try:
-            cluster.rest.request(
-                "GET",
-                JOBS,
-                JOBS.path(cluster.namespace),
-                query={"labelSelector": JOB_LABEL_SELECTOR, "limit": "1"},
-                timeout=PROBE_TIMEOUT,  # the one MPE worker must not wait long on a dead cluster
-                verb="LIST",
-            )
-        except KubeError as exc:
-            if exc.status in (401, 403):
-                return MpeError(
-                    f"MediaProcessingEntity cluster refuses the controller: HTTP {exc.status}: "
-                    f"{exc} (Job watch: {watch_error})",
-                    REASON_CLUSTER_REFUSED,
-                )
+        status = cluster.jobs.last_status
+        if status in (401, 403):
             return MpeError(
-                f"MediaProcessingEntity cluster not reachable: {exc} (Job watch: {watch_error})"
+                f"MediaProcessingEntity cluster refuses the controller: HTTP {status}: "
+                f"{watch_error}",
+                REASON_CLUSTER_REFUSED,
             )
-        return MpeError(f"MediaProcessingEntity Job watch failing: {watch_error}")
+        return MpeError(f"MediaProcessingEntity cluster not reachable: {watch_error}")
 
     # -- the MPE reconcile ------------------------------------------------------------------------
 
@@ -399,8 +393,8 @@ class MpeRegistry:
         fingerprint, api_client, namespace, remote, cluster_id = target
         with self._lock:
             current = self._clusters.get(key)
-            if current is not None and current.fingerprint == fingerprint:
-                return current
+        if current is not None and current.fingerprint == fingerprint:
+            return self._settled(key, current)
         rest = self.main if api_client is None else self._remote_rest(api_client)
         # The watch is shared only by MPEs reaching the cluster with the same credentials, so a
         # rotated kubeconfig Secret also gives the Job watch the new client (D19).
@@ -423,14 +417,33 @@ class MpeRegistry:
         if old is not None and old.watch_key != watch_key and old.watch_key[:2] == watch_key[:2]:
             self._release_watch(old)  # the same Jobs, other credentials
         self._unretire(key, cluster)
-        if not self._wait_synced(watch.informer):
-            if self.interrupted:
-                raise MpeError("shutting down")
-            reason = watch.informer.last_error or "Job watch did not sync"
-            error = f"MediaProcessingEntity cluster not reachable: {reason}"
-            self.remove(key, error=error)
-            raise MpeError(error)
-        return cluster
+        return self._settled(key, cluster)
+
+    def _settled(self, key: MpeKey, cluster: MpeCluster) -> MpeCluster:
+        """``cluster`` once its Job watch has synced; :class:`MpeSettingUp` while its first list
+        is under way; :class:`MpeError` (and the cluster dropped) once that list failed or took
+        longer than ``sync_timeout``.
+
+        Nothing here waits on the network: one MPE whose cluster does not answer (a tenant's, on
+        purpose or not) must not hold the MPE worker while every other MPE waits behind it
+        (docs/security.md). The watch's first sync or failure re-queues the MPE at once."""
+        informer = cluster.jobs
+        if informer.has_synced:
+            return cluster
+        timed_out = time.monotonic() - cluster.built_at > self.sync_timeout
+        if not informer.failures and not timed_out:
+            raise MpeSettingUp(key)
+        reason = informer.last_error or f"Job watch did not sync within {self.sync_timeout:.0f}s"
+        if informer.last_status in (401, 403):
+            error = MpeError(
+                f"MediaProcessingEntity cluster refuses the controller: HTTP "
+                f"{informer.last_status}: {reason}",
+                REASON_CLUSTER_REFUSED,
+            )
+        else:
+            error = MpeError(f"MediaProcessingEntity cluster not reachable: {reason}")
+        self.remove(key, error=str(error))
+        raise error
 
     def mark_unreachable(self, ref: dict[str, Any] | None) -> None:
         """The MPE ``ref`` names could not be used (its cluster does not answer or refuses, or
@@ -514,13 +527,6 @@ class MpeRegistry:
     def interrupt(self) -> None:
         """Cut short a :meth:`sync` waiting for a Job watch (graceful shutdown)."""
         self._interrupted.set()
-
-    def _wait_synced(self, informer: Informer) -> bool:
-        deadline = time.monotonic() + self.sync_timeout
-        while not informer.wait_synced(0.2):
-            if self._interrupted.is_set() or time.monotonic() >= deadline:
-                return False
-        return True
 
     def stop(self) -> None:
         with self._lock:

@@ -442,10 +442,13 @@ class TaskReconciler:
             # (D18b): read it from the source, not from a cache that may lag behind it.
             # So must a deleting Task's past its cleanup bound: a cluster that no longer answers
             # shows as a failed read, so the chart can leave the Job behind (D22).
+            # A deleting Task whose cluster's Job watch is failing asks the cluster too: a cache
+            # that no longer follows it cannot tell, and a failed read is what counts the time
+            # the cluster has not answered (``--cleanup-timeout``).
             fresh = (
                 workflow_state is WorkflowState.TERMINATED
                 and phase in (c.TaskPhase.RUNNING, c.TaskPhase.JOB_PENDING)
-            ) or (deleting and cleanup_wait_left <= 0)
+            ) or (deleting and (cleanup_wait_left <= 0 or not cluster.healthy))
             try:
                 job = self._job(state, cluster, job_name, job_namespace, fresh=fresh)
             except KubeError as exc:
