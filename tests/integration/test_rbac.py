@@ -223,9 +223,10 @@ def test_controller_works_with_exactly_the_generated_rules(
         )
 
         def gone():
-            return not basics.api.list_namespaced_custom_object(
+            items = basics.api.list_namespaced_custom_object(
                 "engine.nagare.media", "v1alpha1", namespace, "tasks"
             )["items"]
+            return "ok" not in {t["metadata"]["name"] for t in items}
 
         wait_for(gone, timeout=60, what="Task deleted")
     finally:
