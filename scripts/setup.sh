@@ -22,11 +22,13 @@ else
 fi
 # Debian packages: graphviz (`dot`, the diagrams), mmdebstrap (the image test's root filesystem) and
 # chromium (the headless browser tests/integration/test_ui.py and `make bench` drive through
-# Playwright; Playwright's own browser download is never used).
+# Playwright; Playwright's own browser download is never used) and valgrind (`make bench` counts
+# the HTTP clients' instructions per request with callgrind, benchmarks/bench_http.py).
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)" >&2
   as_root=()
