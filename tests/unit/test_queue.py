@@ -177,3 +177,15 @@ def test_delayed_adds_of_one_key_coalesce(queue, clock):
     queue.add_after("ns/wf", 1.0)  # earlier: comes first
     clock.now += 1.0
     assert queue.get(timeout=0) == "ns/wf"
+
+
+def test_idle_means_nothing_queued_and_nothing_in_work(queue):
+    assert queue.idle()
+    queue.add("ns/a")
+    assert not queue.idle()
+    key = queue.get()
+    assert not queue.idle()  # a worker holds it
+    queue.done(key)
+    assert queue.idle()
+    queue.add_after("ns/b", 30.0)
+    assert queue.idle()  # a delayed key is not work yet
