@@ -30,8 +30,11 @@ lint: ## ruff (lint + format check), mypy --strict, import contracts
 test-fast: ## run only the tests that need no control plane
 	$(PY) -m pytest -m "not integration"
 
-bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min); writes docs/benchmarks.md
+bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min, then ≈ 40 min of HTTP, admission, memory and UI benchmarks); writes docs/benchmarks.md
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
+	$(PY) benchmarks/bench_http.py
+	$(PY) benchmarks/bench_admission.py
+	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_ui.py
 
 .PHONY: help setup setup-test demo test image lint test-fast bench

@@ -79,7 +79,7 @@ def one_row(bench: Bench, tasks: int, replicas: int, buckets: int, workers: int)
     ns = bench.namespace(f"replicas-{replicas}-b{buckets}")
     bench.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
     procs = start_replicas(
-        bench.plane.kubeconfig,
+        bench.installed(ns),  # as installed: the generated RBAC, Leases in ns
         replicas,
         buckets=buckets,
         lease_namespace=ns,

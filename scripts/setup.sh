@@ -58,11 +58,12 @@ fi
 
 # Debian packages: graphviz (`dot`, the diagrams); for the tests and the image, mmdebstrap (the
 # image's root filesystem) and skopeo (copies the image archive); for the tests, podman (loads
-# it) and chromium (the headless browser tests/integration/test_ui.py and `make bench` drive
-# through Playwright; Playwright's own browser download is never used).
+# it), chromium (the headless browser tests/integration/test_ui.py and `make bench` drive
+# through Playwright; Playwright's own browser download is never used) and valgrind (the smoke
+# test of benchmarks/bench_http.py counts instructions per request with callgrind).
 need=(dot:graphviz)
 [ "$purpose" = demo ] || need+=(mmdebstrap:mmdebstrap skopeo:skopeo)
-[ "$purpose" != test ] || need+=(podman:podman chromium:chromium)
+[ "$purpose" != test ] || need+=(podman:podman chromium:chromium valgrind:valgrind)
 missing=()
 for pair in "${need[@]}"; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")

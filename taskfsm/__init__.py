@@ -1,9 +1,9 @@
 """taskfsm: a Kubernetes controller for nagare media engine Tasks.
 
-Organization, in data-flow order (see docs/architecture.md):
-
-* ``taskfsm.testing`` -- a real local control plane (etcd, kube-apiserver, kube-controller-manager)
-  and a simulated kubelet, for tests, benchmarks and the demo.
+Its layers, each importing only those below it (docs/architecture.md): ``cli``, ``tools``,
+``manager``, ``controllers``, ``build``, ``kube``, ``api``; the lifecycles are the charts of the
+``machines`` package. The local control plane, the simulated kubelet and the demo are the
+development kit ``taskfsm_dev``, which is not shipped.
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -145,10 +145,11 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
     from taskfsm.api.config import WorkflowManagerConfiguration
     from taskfsm.api.errors import InvalidObjectError
     from taskfsm.kube.kubeconfig import KubeconfigPolicy
-    from taskfsm.manager import logs
+    from taskfsm.manager import logs, memory
     from taskfsm.manager.controller import Controller, Settings
 
     faulthandler.enable()
+    memory.limit_arenas()  # before any thread starts (taskfsm/manager/memory.py)
     logs.configure(level=args.log_level, json=args.log_format == "json")
     try:
         config = WorkflowManagerConfiguration.load(args.config) if args.config else None
@@ -224,6 +225,9 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         print(f"taskfsm: {exc}", file=sys.stderr)
         controller.stop()
         exit_after_stop(1)
+    # Free heap goes back to the system whenever the work has drained (the start-up pass over
+    # every Task first): taskfsm/manager/memory.py.
+    memory.settle_after_start([controller.queue, controller.workflow_queue, controller.mpe_queue])
     print(
         f"taskfsm: controller running (workers={settings.workers}, "
         f"leader election={'on' if leader_elect else 'off'}, buckets={settings.buckets}, "

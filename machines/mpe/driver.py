@@ -35,6 +35,13 @@ VERDICT_NAMES: Final = (
 DELETION_POLL_SECONDS: Final = 5.0
 """How often a deleting MPE whose cluster works looks again whether its Tasks are done."""
 
+SETTING_UP_SECONDS: Final = 5.0
+"""How soon an MPE whose client is being set up is looked at again without a notification (its
+Job watch's first sync or failure re-queues it at once; this only guards against a lost one)."""
+
+WAIT_CLIENT: Final = "mpe_client"
+"""`PassOutcome.waiting_on` of an MPE whose client's Job watch is making its first list."""
+
 
 class _PassRecord(_EnginePassRecord):
     """The MPE chart's model for one pass: `PassRecord` plus the MPE verdicts."""
@@ -67,10 +74,31 @@ class _PassRecord(_EnginePassRecord):
     def schedule_deletion_poll(self) -> None:
         self.look_again(DELETION_POLL_SECONDS)
 
+    def _wait_if_setting_up(self, error: BaseException) -> bool:
+        """A connect effect raised that the client's Job watch is making its first list
+        (`setting_up`): no error, no Event, `Ready` and `status.message` as they are; the
+        watch's first sync or failure wakes the MPE, at the latest after `SETTING_UP_SECONDS`.
+        Nothing waits on the cluster meanwhile (docs/security.md)."""
+        if not getattr(error, "setting_up", False):
+            return False
+        self.running_callback = None
+        self.wait("the client's Job watch is making its first list", on=WAIT_CLIENT, quiet=True)
+        self.look_again(SETTING_UP_SECONDS)
+        return True
+
+    def report_error(self, error: BaseException) -> None:
+        """`error.execution` of an MPE another replica writes: its client cannot be set up
+        (or is being set up: a wait)."""
+        if not self._wait_if_setting_up(error):
+            super().report_error(error)
+
     def report_unusable(self, error: BaseException) -> None:
         """`error.execution` of a live MPE: a connect effect raised why the client cannot be
         used (its `reason`): `Ready=False` with it, and a Warning Event. Any other error (a
-        write failed) says nothing about the MPE's cluster: the conditions stay."""
+        write failed) says nothing about the MPE's cluster: the conditions stay. A client
+        being set up is a wait (`_wait_if_setting_up`)."""
+        if self._wait_if_setting_up(error):
+            return
         self.report_error(error)
         reason = getattr(error, "reason", None)
         if isinstance(reason, str):
@@ -80,7 +108,10 @@ class _PassRecord(_EnginePassRecord):
     def report_deletion_blocked(self, error: BaseException) -> None:
         """`error.execution` of a deleting MPE: while Tasks need its cluster, `Ready=False`
         says why the client cannot be used (no Event); afterwards, the search for the children
-        of gone Tasks failed and is retried until the cleanup bound."""
+        of gone Tasks failed and is retried until the cleanup bound. A client being set up
+        is a wait (`_wait_if_setting_up`)."""
+        if self._wait_if_setting_up(error):
+            return
         action, self.running_callback = self.running_callback, None
         reason = getattr(error, "reason", None)
         if self.observation.tasks_needing_cluster:

@@ -8,7 +8,8 @@ cluster clients and the main cluster; test fakes record them. Both inherit the g
 
 Every callback takes the pass's `MpeObservation` as its only argument. Guards answer from the
 observation; effects may do I/O and raise (the connect effects raise the reason the client
-cannot be used, as an exception with a `reason`); each is idempotent.
+cannot be used, as an exception with a `reason`, or, while a new client's first list is under
+way, an exception whose `setting_up` is True); each is idempotent.
 
 Spec: docs/behaviour.md §1.7 and §4.2.
 """

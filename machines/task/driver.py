@@ -97,7 +97,7 @@ VERDICT_NAMES: Final = (
 
 MPE_UNAVAILABLE_MESSAGE: Final = "MediaProcessingEntity does not exist or is not ready"
 
-POD_CHECK_SECONDS: Final = 30.0
+POD_CHECK_SECONDS: Final = 10.0
 """How soon a Running Task whose Job has no pods is looked at again (a refusal of its pods is an
 Event, which no watch of the controller delivers)."""
 

@@ -31,8 +31,9 @@ class JobRead(enum.Enum):
     missing."""
 
 
-def job_read(before: TaskObservation) -> JobRead:
-    """The read the pass needs, given what it knows before reading the Job.
+def job_read(before: TaskObservation, *, job_watch_healthy: bool = True) -> JobRead:
+    """The read the pass needs, given what it knows before reading the Job and whether the Job
+    watch of its cluster is connected (`job_watch_healthy`).
 
     * The Workflow terminated while the Task is JobPending or Running: an outcome the Job
       already shows wins over the termination (`workflow_terminated [job_succeeded]`, D18b),
@@ -46,7 +47,7 @@ def job_read(before: TaskObservation) -> JobRead:
     """
     if before.workflow is WorkflowState.TERMINATED and before.phase in (RUNNING, JOB_PENDING):
         return JobRead.SOURCE
-    if before.deletion_requested and before.cleanup_wait_left <= 0:
+    if before.deletion_requested and (before.cleanup_wait_left <= 0 or not job_watch_healthy):
         return JobRead.SOURCE
     if before.deletion_requested or job_expected(before):
         return JobRead.SOURCE_IF_MISSING

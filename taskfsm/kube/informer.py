@@ -125,6 +125,8 @@ class Informer:
         self.has_synced = False
         self.healthy = False
         self.last_error: str = ""
+        self.last_status: int = 0
+        """HTTP status of the last failure (0: no answer, or none yet)."""
         self.relists = 0
         self.watches = 0
         self.failures = 0
@@ -460,11 +462,14 @@ class Informer:
         self._retry_after = exc.retry_after if isinstance(exc, KubeError) else None
         detail = str(exc) if isinstance(exc, KubeError) else f"{type(exc).__name__}: {exc}"
         self.last_error = detail[:300]
+        self.last_status = exc.status if isinstance(exc, KubeError) else 0
         log.warning(
             "watch failed; retrying with backoff",
             extra={"informer": self.name, "error": self.last_error},
         )
-        if was_healthy:
+        # Also the first failure of a watch that never synced: whoever waits for it to sync
+        # (a MediaProcessingEntity being set up) learns at once instead of by polling.
+        if was_healthy or (self.failures == 1 and not self.has_synced):
             self._notify_health(False)
 
     def _backoff(self) -> float:
@@ -477,10 +482,11 @@ class Informer:
         return max(wait, self._retry_after or 0.0)
 
     def _mark_healthy(self) -> None:
-        recovered = self.failures > 0 and not self.healthy
+        recovered = (self.failures > 0 or self.relists == 0) and not self.healthy
         self.healthy = True
         self.last_error = ""
-        if recovered:
+        self.last_status = 0
+        if recovered:  # also the first sync: see _failed
             self._notify_health(True)
 
     def _notify_health(self, healthy: bool) -> None:

@@ -365,9 +365,16 @@ class Rest:
         while True:
             attempt_timeout = self._attempt_timeout(method, label, timeout, deadline)
             try:
-                return self._send(
+                answer = self._send(
                     method, path, label, params, headers, body, stream, attempt_timeout, verb
                 )
+                if self.denied:
+                    self._note_denied((verb or method, label), "")
+                return answer
+            except Forbidden as exc:
+                if exc.rbac_denied:  # noted (and logged once, at WARNING) until one succeeds
+                    self._note_denied((verb or method, label), str(exc))
+                raise
             except ConnectionDropped:
                 if dropped or method not in IDEMPOTENT:
                     raise
@@ -396,32 +403,6 @@ class Rest:
         connect, read = timeout or self.timeout
         return (connect, read) if allowed is None else (min(connect, allowed), read)
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        label: str,
-        params: Sequence[tuple[str, Any]],
-        headers: dict[str, str],
-        body: Any,
-        stream: bool,
-        timeout: Timeout,
-        verb: str | None,
-    ) -> dict[str, Any] | WatchStream:
-        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`; a refusal for
-        lack of a permission is also noted in :attr:`denied` (and logged once, at WARNING)."""
-        try:
-            answer = self._send_once(
-                method, path, label, params, headers, body, stream, timeout, verb
-            )
-        except Forbidden as exc:
-            if exc.rbac_denied:
-                self._note_denied((verb or method, label), str(exc))
-            raise
-        if self.denied:
-            self._note_denied((verb or method, label), "")
-        return answer
-
     def _note_denied(self, key: tuple[str, str], message: str) -> None:
         with self._denied_lock:
             if message:
@@ -434,7 +415,7 @@ class Rest:
             else:
                 self.denied.pop(key, None)
 
-    def _send_once(
+    def _send(
         self,
         method: str,
         path: str,
@@ -446,6 +427,7 @@ class Rest:
         timeout: Timeout,
         verb: str | None,
     ) -> dict[str, Any] | WatchStream:
+        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`."""
         code = 0
         try:
             with api_errors():

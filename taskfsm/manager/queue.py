@@ -218,6 +218,12 @@ class WorkQueue:
         with self._cv:
             return len(self._queue)
 
+    def idle(self) -> bool:
+        """No key is waiting to be handed out and none is being worked on (keys delayed by
+        :meth:`add_after` or a backoff do not count)."""
+        with self._cv:
+            return not self._queue and not self._processing
+
     # -- internals -------------------------------------------------------------------------------
 
     def _add_locked(self, key: str) -> None:

@@ -12,7 +12,9 @@ ServiceAccount** whose pods would
 * mount a ``hostPath`` volume;
 * run a privileged container, allow privilege escalation to be forced on, or add capabilities;
 * run as a ServiceAccount outside :data:`DEFAULT_SERVICE_ACCOUNTS` (the chart's
-  ``jobPolicy.allowedServiceAccounts``), or pick its own pods (``manualSelector``).
+  ``jobPolicy.allowedServiceAccounts``), or pick its own pods (``manualSelector``);
+* mount or read any Secret but the Job's own task data (named like the Job): in a shared
+  namespace another tenant's helper Secret holds that tenant's credentials.
 
 Only creation is checked: the controller's later edits of a Job (its ``job-protection``
 finalizer) must go through even for a Job made before the policy was installed. A refusal
@@ -79,6 +81,19 @@ VALIDATIONS: tuple[tuple[str, str], ...] = (
     (
         "!(has(object.spec.manualSelector) && object.spec.manualSelector)",
         "Jobs created by taskfsm may not set manualSelector",
+    ),
+    (
+        "!has(variables.pod.volumes) || variables.pod.volumes.all(v,"
+        " (!has(v.secret) || v.secret.secretName == object.metadata.name)"
+        " && (!has(v.projected) || !has(v.projected.sources)"
+        " || v.projected.sources.all(p, !has(p.secret))))",
+        "Jobs created by taskfsm may mount no Secret but their own task data",
+    ),
+    (
+        "variables.containers.all(c,"
+        " (!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)))"
+        " && (!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef))))",
+        "Jobs created by taskfsm may read no Secret into their environment",
     ),
 )
 """(CEL expression, message) pairs; the ServiceAccount check is added with its allowed set."""

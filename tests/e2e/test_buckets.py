@@ -1,10 +1,10 @@
 """Several active replicas sharing the Tasks by Lease-held buckets: ``taskfsm run
 --leader-elect --buckets B`` replicas as separate processes on the real control plane, with
-short Lease timings (:data:`tests.support.replicas.FAST_TIMINGS`).
+short Lease timings (:data:`taskfsm_dev.replicas.FAST_TIMINGS`).
 
 Who reconciled what comes from each replica's JSON debug log (one ``reconcile`` line per pass,
 with the key and its bucket, and a line per bucket acquired, released or lost):
-:func:`tests.support.replicas.ownership_problems` checks that no two replicas held a bucket at
+:func:`taskfsm_dev.replicas.ownership_problems` checks that no two replicas held a bucket at
 once and that every reconcile of a Task or Workflow was made by the holder of its bucket."""
 
 from __future__ import annotations

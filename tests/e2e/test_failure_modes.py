@@ -97,9 +97,9 @@ def test_f4_job_deleted_while_the_watch_is_cut_is_noticed(
 
     proxy.cut()
     wait_for(
-        lambda: proc.probe("/readyz")[0] == 503,
-        timeout=10,
-        what="readiness reports the broken watch",
+        lambda: not mpe_ready(cluster, "via-proxy"),
+        timeout=30,
+        what="the MPE reports its broken Job watch",
     )
     delete_job_for_good(cluster, lost["name"])
     time.sleep(2)  # the watch stays cut for a while: the deletion event is never streamed to it

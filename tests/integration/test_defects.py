@@ -19,7 +19,10 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.build import jobs
-from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES, TASKS
+from taskfsm.kube.resources import (
+    CLUSTER_MEDIA_PROCESSING_ENTITIES,
+    TASKS,
+)
 from taskfsm.kube.rest import JOBS
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
@@ -248,28 +251,49 @@ def test_d18_job_finalizer_released_only_after_the_outcome_is_persisted(
 # -- D19 -----------------------------------------------------------------------------------------
 
 
-def test_d19_mpe_spec_change_is_picked_up(engine, controller, probe, namespace, other_namespace):
-    """D19: changing an MPE's local namespace rebuilds its client: new Tasks' Jobs go to the new
-    namespace, while a Task already Running keeps its Job where it was made."""
-    world(engine, function=objects.never_starting(objects.function("f")))
-    new_task(engine, "before")
+def cluster_world(engine, cluster_scoped, namespace: str) -> dict[str, str]:
+    """A Workflow, a never-starting Function and a ClusterMediaProcessingEntity whose Jobs go to
+    ``namespace``: only a cluster MPE may be moved to another namespace (a namespaced one runs
+    Jobs in its own namespace only, docs/security.md). Returns the ref Tasks name it by."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.never_starting(objects.function("f")))
+    name = f"m-{namespace}"
+    cluster_scoped.create(objects.local_mpe(name, cluster=True, namespace=namespace))
+    return objects.mpe_ref(name, cluster=True)
+
+
+def move_cluster_mpe(probe, name: str, to: str) -> None:
+    probe.rest.patch(
+        CLUSTER_MEDIA_PROCESSING_ENTITIES, None, name, {"spec": {"local": {"namespace": to}}}
+    )
+
+
+def test_d19_mpe_spec_change_is_picked_up(
+    controller_factory, engine, probe, namespace, other_namespace, cluster_scoped
+):
+    """D19: changing a ClusterMediaProcessingEntity's local namespace rebuilds its client: new
+    Tasks' Jobs go to the new namespace, while a Task already Running keeps its Job where it was
+    made. (The controller works in every namespace: one of a single namespace refuses others.)"""
+    controller = controller_factory(namespace=None)
+    ref = cluster_world(engine, cluster_scoped, namespace)
+    engine.create(
+        objects.task("before", workflow_name="wf", function_name="f", mediaProcessingEntityRef=ref)
+    )
     before = probe.wait_phase("before", "Running")
     old_job = jobs.job_name(before)
-    probe.rest.patch(
-        MEDIA_PROCESSING_ENTITIES,
-        namespace,
-        "m",
-        {"spec": {"local": {"namespace": other_namespace}}},
-    )
-    ref = before["status"]["mediaProcessingEntityRef"]
+    move_cluster_mpe(probe, ref["name"], other_namespace)
+    status_ref = before["status"]["mediaProcessingEntityRef"]
     wait_for(
         lambda: (
-            (cl := controller.registry.get(ref)) is not None and cl.namespace == other_namespace
+            (cl := controller.registry.get(status_ref)) is not None
+            and cl.namespace == other_namespace
         ),
         timeout=30,
         what="MPE client rebuilt",
     )
-    after = new_task(engine, "after")
+    after = engine.create(
+        objects.task("after", workflow_name="wf", function_name="f", mediaProcessingEntityRef=ref)
+    )
     probe.wait_phase("after", "Running")
     assert [j["metadata"]["name"] for j in probe.jobs(other_namespace)] == [jobs.job_name(after)]
     # The earlier Task still has its Job in the old namespace, and was not given a second one.
@@ -280,26 +304,25 @@ def test_d19_mpe_spec_change_is_picked_up(engine, controller, probe, namespace, 
 
 
 def test_d19_old_namespace_job_is_still_followed(
-    controller_factory, engine, probe, namespace, other_namespace
+    controller_factory, engine, probe, namespace, other_namespace, cluster_scoped
 ):
-    """D19: after the MPE's namespace changed, a reconcile of a Running Task still finds its Job
-    in the old namespace (no re-creation) and deleting the Task deletes that Job."""
-    world(engine, function=objects.never_starting(objects.function("f")))
-    ctl = controller_factory(start=False)
+    """D19: after the cluster MPE's namespace changed, a reconcile of a Running Task still finds
+    its Job in the old namespace (no re-creation) and deleting the Task deletes that Job."""
+    ref = cluster_world(engine, cluster_scoped, namespace)
+    ctl = controller_factory(start=False, namespace=None)
     tap = ReconcileTap(ctl)
     ctl.start()
-    new_task(engine)
+    engine.create(
+        objects.task("t", workflow_name="wf", function_name="f", mediaProcessingEntityRef=ref)
+    )
     running = probe.wait_phase("t", "Running")
     name = jobs.job_name(running)
-    probe.rest.patch(
-        MEDIA_PROCESSING_ENTITIES,
-        namespace,
-        "m",
-        {"spec": {"local": {"namespace": other_namespace}}},
-    )
-    ref = running["status"]["mediaProcessingEntityRef"]
+    move_cluster_mpe(probe, ref["name"], other_namespace)
+    status_ref = running["status"]["mediaProcessingEntityRef"]
     wait_for(
-        lambda: (cl := ctl.registry.get(ref)) is not None and cl.namespace == other_namespace,
+        lambda: (
+            (cl := ctl.registry.get(status_ref)) is not None and cl.namespace == other_namespace
+        ),
         timeout=30,
     )
     tap.settle(f"{namespace}/t")
@@ -317,10 +340,11 @@ def test_d19_old_namespace_job_is_still_followed(
 
 
 def test_d21_namespaced_and_cluster_mpe_of_one_name_are_distinct(
-    engine, controller, probe, namespace, cluster_scoped, other_namespace
+    controller_factory, engine, probe, namespace, cluster_scoped, other_namespace
 ):
     """D21: an MPE and a ClusterMPE with the same name are two MPEs with their own Job namespace
     and Job watch: each Task's Job lands where its MPE says."""
+    controller_factory(namespace=None)  # the ClusterMPE's Jobs go to another namespace
     engine.create(objects.workflow("wf"))
     engine.create(objects.never_starting(objects.function("f")))
     shared = f"edge-{namespace}"

@@ -110,6 +110,55 @@ def scenario(engine, name: str) -> None:
     engine.create(objects.task(name, workflow_name="wf", function_name="fn", mpe_name="local"))
 
 
+REFUSE = "taskfsm-test/refuse"
+
+
+def refuse_labelled_pods(api_client, namespace: str):
+    """A ValidatingAdmissionPolicy refusing pods labelled :data:`REFUSE` in ``namespace``;
+    returns its removal."""
+    name = f"refuse-{namespace}"[:63]
+    api = client.AdmissionregistrationV1Api(api_client)
+    api.create_validating_admission_policy(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": namespace}
+                    },
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["pods"],
+                        }
+                    ],
+                },
+                "matchConditions": [
+                    {
+                        "name": "labelled",
+                        "expression": f"has(object.metadata.labels) && '{REFUSE}' in object.metadata.labels",
+                    }
+                ],
+                "validations": [{"expression": "false", "message": "refused by the RBAC test"}],
+            },
+        }
+    )
+    api.create_validating_admission_policy_binding(
+        {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    )
+
+    def remove() -> None:
+        with contextlib.suppress(client.ApiException):
+            api.delete_validating_admission_policy_binding(name)
+        with contextlib.suppress(client.ApiException):
+            api.delete_validating_admission_policy(name)
+
+    return remove
+
+
 @pytest.fixture
 def basics(engine, api_client, control_plane, namespace):
     engine.create(objects.workflow("wf"))
@@ -125,7 +174,20 @@ def basics(engine, api_client, control_plane, namespace):
     # its cache and its finalizer and status writes.
     cluster_mpe = f"cl-{namespace}"
     engine.create(objects.local_mpe(cluster_mpe, namespace=namespace, cluster=True))
+    # A Task whose pods an admission policy refuses: the controller reads the Job's FailedCreate
+    # Events (the core Events list rule) to say why.
+    policy = refuse_labelled_pods(api_client, namespace)
+    engine.create(
+        objects.task(
+            "refused",
+            workflow_name="wf",
+            function_name="fn",
+            mpe_name="local",
+            templatePatches={"spec": {"template": {"metadata": {"labels": {REFUSE: "yes"}}}}},
+        )
+    )
     yield engine
+    policy()
     # The controller is stopped by now: drop its finalizer so the object really goes.
     with contextlib.suppress(client.ApiException):
         engine.api.patch_cluster_custom_object(
@@ -160,9 +222,10 @@ def test_controller_works_with_exactly_the_generated_rules(
         )
 
         def gone():
-            return not basics.api.list_namespaced_custom_object(
+            items = basics.api.list_namespaced_custom_object(
                 "engine.nagare.media", "v1alpha1", namespace, "tasks"
             )["items"]
+            return "ok" not in {t["metadata"]["name"] for t in items}
 
         wait_for(gone, timeout=60, what="Task deleted")
     finally:

@@ -104,8 +104,12 @@ def job_bounds(admin, controller, tenant: Tenant):
             {"containers": [{"name": "function", "securityContext": {"privileged": True}}]},
             "may not run privileged containers",
         ),
+        (
+            {"volumes": [{"name": "theirs", "secret": {"secretName": "someone-elses-task-data"}}]},
+            "may mount no Secret but their own task data",
+        ),
     ],
-    ids=["hostPath", "hostNetwork", "serviceAccount", "privileged"],
+    ids=["hostPath", "hostNetwork", "serviceAccount", "privileged", "other-secret"],
 )
 def test_the_job_policy_refuses_host_access_and_other_identities(
     tenant: Tenant, job_bounds, patch, message

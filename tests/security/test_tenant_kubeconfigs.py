@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from taskfsm.kube.rest import SECRETS
+from taskfsm_dev import objects
 from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.waiting import wait_for
 from tests.support.tenancy import CredentialTrap, Tenant, kubeconfig
@@ -160,3 +161,56 @@ def test_a_fixed_kubeconfig_secret_makes_the_mpe_usable(tenant, remote_tenant_ku
         timeout=60,
         what="Ready after the fix",
     )
+
+
+def test_clusters_that_never_answer_hold_no_other_mpe_up(tenant, bystander):
+    """Ten MPEs of a tenant point at a server that accepts connections and never answers; the
+    controller's one MPE worker used to wait up to 30 s on each. Another tenant's new MPE is
+    Ready, and its new Task succeeds, as fast as without them."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(100)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # never read, never answered
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        server = f"https://127.0.0.1:{listener.getsockname()[1]}"
+        for i in range(10):
+            tenant.create(kubeconfig_secret(f"hole-{i}", kubeconfig(server, user={"token": "t"})))
+            tenant.create(remote_mpe(f"hole-{i}", f"hole-{i}"))
+        time.sleep(1)
+        started = time.monotonic()
+        bystander.create(objects.local_mpe("fresh"))
+        wait_for(
+            lambda: (
+                bystander.condition("MediaProcessingEntity", "fresh", "Ready").get("status")
+                == "True"
+            ),
+            timeout=20,
+            what="the bystander's new MPE Ready despite ten unanswering ones",
+        )
+        name = f"fresh-{uuid.uuid4().hex[:6]}"
+        bystander.create(objects.workflow(name))
+        bystander.create(
+            objects.task(name, workflow_name=name, function_name="fn", mpe_name="fresh")
+        )
+        bystander.wait_phase(name, "Succeeded", timeout=30)
+        print(f"new MPE and its Task done in {time.monotonic() - started:.1f}s")
+    finally:
+        stop.set()
+        for conn in held:
+            conn.close()
+        listener.close()

@@ -244,3 +244,15 @@ def test_queue_series_in_the_controllers_registry(clock):
     for family in ("process_resident_memory_bytes", "process_cpu_seconds_total"):
         assert f"\n{family} " in text
     assert 'python_gc_collections_total{generation="0"}' in text
+
+
+def test_idle_means_nothing_queued_and_nothing_in_work(queue):
+    assert queue.idle()
+    queue.add("ns/a")
+    assert not queue.idle()
+    key = queue.get()
+    assert not queue.idle()  # a worker holds it
+    queue.done(key)
+    assert queue.idle()
+    queue.add_after("ns/b", 30.0)
+    assert queue.idle()  # a delayed key is not work yet

@@ -321,3 +321,28 @@ def test_clients_use_tcp_keepalive_and_no_http_client_retries(
         pool.pool.put(conn)
     assert pool.retries.total is False
     assert api.configuration.client_go_retries is False
+
+
+def test_a_permission_refusal_is_noted_until_the_same_request_succeeds(server, api, rec):
+    """An RBAC refusal (403 "... cannot list ...") is noted per verb and resource for
+    ``/readyz``; a 403 that is no RBAC refusal is not; the next success clears the note."""
+    from taskfsm.kube.errors import Forbidden
+
+    rbac_body = (
+        b'{"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":'
+        b'"leases.coordination.k8s.io is forbidden: User \\"x\\" cannot list resource \\"leases\\""}'
+    )
+    other_body = (
+        b'{"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":'
+        b'"unable to create new content in namespace ns because it is being terminated"}'
+    )
+    server.script = [answer(403, body=rbac_body), answer(403, body=other_body)]
+    rest = make_rest(api, rec)
+    with pytest.raises(Forbidden):
+        rest.list(LEASES, "ns")
+    assert list(rest.denied) == [("LIST", "leases")]
+    with pytest.raises(Forbidden):
+        rest.create(LEASES, "ns", {"metadata": {"name": "x"}})
+    assert list(rest.denied) == [("LIST", "leases")]
+    rest.list(LEASES, "ns")
+    assert rest.denied == {}

@@ -6,7 +6,8 @@ in their namespace", "Where Jobs run").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
@@ -49,6 +50,14 @@ class MpeError(Exception):
         self.reason = reason
 
 
+class MpeSettingUp(Exception):
+    """The MPE's client is built and its Job watch's first list is under way: nothing to say
+    yet; the watch's first sync or failure re-queues the MPE. The MPE chart waits for it
+    (``setting_up``: ``machines.mpe.driver``), with no error and no change of ``Ready``."""
+
+    setting_up = True
+
+
 def key_of(obj: dict[str, Any]) -> MpeKey:
     meta = obj["metadata"]
     return (obj["kind"], meta.get("namespace") or "", meta["name"])
@@ -85,6 +94,9 @@ class MpeCluster:
     cluster_id: str
     watch_key: WatchKey = ("", "", "")
     """(cluster, Job namespace, credentials): MPEs with the same key share one Job watch."""
+    built_at: float = field(default_factory=time.monotonic)
+    """When this client was set up (monotonic): its Job watch must sync within the registry's
+    ``sync_timeout``."""
 
     def trusts(self, task_namespace: str | None) -> bool:
         """Whether a Job or Secret here may belong to a Task of ``task_namespace``: any for a

@@ -30,10 +30,10 @@ from typing import Any, Final
 
 from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import (
-    JOB_LABEL_SELECTOR,
     MpeCluster,
     MpeError,
     MpeKey,
+    MpeSettingUp,
     Reason,
     SecretKey,
     WatchKey,
@@ -45,17 +45,14 @@ from taskfsm.controllers.clusters.target import resolve
 from taskfsm.controllers.clusters.watches import JobWatches, SecretWatches
 from taskfsm.kube import client as kube_client
 from taskfsm.kube import kubeconfig
-from taskfsm.kube.errors import KubeError
 from taskfsm.kube.informer import Informer
-from taskfsm.kube.rest import JOBS, Rest
+from taskfsm.kube.rest import Rest
 
 log = logging.getLogger(__name__)
 
 REMOTE_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
 """Largest answer or watch event read from a remote MediaProcessingEntity's cluster (a page of
 500 Jobs is a few MiB); a larger one fails that MPE's request, never the controller."""
-PROBE_TIMEOUT: Final = (5.0, 10.0)
-"""(connect, read) seconds for the LIST that asks a cluster with a failing Job watch why."""
 
 
 class MpeRegistry:
@@ -66,7 +63,8 @@ class MpeRegistry:
         on_job_event: called with the Task key (``namespace/name``) of every Job event.
         rest_factory: builds a Rest for a remote cluster from an ``ApiClient``.
         informer_options: keyword arguments for every Job and Secret :class:`Informer` (timeouts).
-        sync_timeout: seconds :meth:`sync` waits for a new Job watch to list.
+        sync_timeout: seconds a new Job watch may take to list before its MPE is unusable
+            (:meth:`sync` never waits for it).
         on_mpe_event: called (on an informer thread) with the key of an MPE whose reconcile is
             due: its kubeconfig Secret changed, or its Job watch failed or recovered.
         kubeconfig_policy: what the administrator allows in ClusterMediaProcessingEntities'
@@ -219,37 +217,18 @@ class MpeRegistry:
 
     def refusal(self, cluster: MpeCluster) -> MpeError | None:
         """Why ``cluster`` cannot be used although it is set up (None when its Job watch is
-        connected): its Job watch is failing. One LIST of its Jobs (at most one item) tells
-        whether the cluster refuses the controller's credentials (401/403) or does not answer;
-        the message names the HTTP status and the API server's text, never a credential."""
+        connected), from its Job watch's last failure: refused (401/403) or not answering. The
+        message names the HTTP status and the API server's text, never a credential; no request
+        is made (a cluster that does not answer must not hold the MPE worker)."""
         if cluster.jobs.healthy:
             return None
-        watch_error = cluster.jobs.last_error or "not connected"
-        try:
-            cluster.rest.request(
-                "GET",
-                JOBS,
-                JOBS.path(cluster.namespace),
-                query={"labelSelector": JOB_LABEL_SELECTOR, "limit": "1"},
-                timeout=PROBE_TIMEOUT,  # the one MPE worker must not wait long on a dead cluster
-                verb="LIST",
-            )
-        except KubeError as exc:
-            if exc.status in (401, 403):
-                return MpeError(
-                    f"MediaProcessingEntity cluster refuses the controller: HTTP {exc.status}: "
-                    f"{exc} (Job watch: {watch_error})",
-                    Reason.CLUSTER_REFUSED,
-                )
-            return MpeError(
-                f"MediaProcessingEntity cluster not reachable: {exc} (Job watch: {watch_error})"
-            )
-        return MpeError(f"MediaProcessingEntity Job watch failing: {watch_error}")
+        return _failure(cluster.jobs, cluster.jobs.last_error or "not connected")
 
     # -- setting clients up (the MPE controller's connect effects) -------------------------------
 
     def sync(self, mpe: dict[str, Any], *, keep: bool = False) -> MpeCluster:
-        """Build (or keep, or rebuild) the cluster of ``mpe``; raise :class:`MpeError` if unusable.
+        """Build (or keep, or rebuild) the cluster of ``mpe``; raise :class:`MpeError` if unusable,
+        :class:`MpeSettingUp` while its Job watch's first list is under way (see :meth:`_settled`).
 
         Spec or kubeconfig changes are detected through a fingerprint (generation and the
         Secret's resourceVersion) and rebuild the client (D19). With ``keep`` (Tasks still use
@@ -278,8 +257,8 @@ class MpeRegistry:
         with self._lock:
             self._kept.pop(key, None)
             current = self._clusters.get(key)
-            if current is not None and current.fingerprint == target.fingerprint:
-                return current
+        if current is not None and current.fingerprint == target.fingerprint:
+            return self._settled(key, current)
         rest = self.main if target.api_client is None else self._remote_rest(target.api_client)
         # The watch is shared only by MPEs reaching the cluster with the same credentials, so a
         # rotated kubeconfig Secret also gives the Job watch the new client (D19).
@@ -310,14 +289,28 @@ class MpeRegistry:
         if old is not None and old.watch_key != watch_key and old.watch_key[:2] == watch_key[:2]:
             self.jobs.release(old)  # the same Jobs, other credentials
         self._unretire(key, cluster)
-        if not self._wait_synced(informer):
-            if self.interrupted:
-                raise MpeError("shutting down")
-            reason = informer.last_error or "Job watch did not sync"
-            error = f"MediaProcessingEntity cluster not reachable: {reason}"
-            self.remove(key, error=error)
-            raise MpeError(error)
-        return cluster
+        return self._settled(key, cluster)
+
+    def _settled(self, key: MpeKey, cluster: MpeCluster) -> MpeCluster:
+        """``cluster`` once its Job watch has synced; :class:`MpeSettingUp` while its first list
+        is under way; :class:`MpeError` (and the cluster dropped) once that list failed or took
+        longer than ``sync_timeout``.
+
+        Nothing here waits on the network: one MPE whose cluster does not answer (a tenant's, on
+        purpose or not) must not hold the MPE worker while every other MPE waits behind it
+        (docs/security.md). The watch's first sync or failure re-queues the MPE at once."""
+        informer = cluster.jobs
+        if informer.has_synced:
+            return cluster
+        timed_out = time.monotonic() - cluster.built_at > self.sync_timeout
+        if not informer.failures and not timed_out:
+            raise MpeSettingUp(key)
+        error = _failure(
+            informer,
+            informer.last_error or f"Job watch did not sync within {self.sync_timeout:.0f}s",
+        )
+        self.remove(key, error=str(error))
+        raise error
 
     def kept(self, key: MpeKey) -> MpeError | None:
         """Why ``key``'s cluster is kept although its spec or kubeconfig can no longer build
@@ -393,13 +386,6 @@ class MpeRegistry:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _wait_synced(self, informer: Informer) -> bool:
-        deadline = time.monotonic() + self.sync_timeout
-        while not informer.wait_synced(0.2):
-            if self._interrupted.is_set() or time.monotonic() >= deadline:
-                return False
-        return True
-
     def _remote_rest(self, api_client: kube_client.ApiClient) -> Rest:
         """A remote cluster's Rest: its answers and watch events are bounded in size."""
         rest = self.rest_factory(api_client)
@@ -439,3 +425,15 @@ class MpeRegistry:
         for cluster in back:
             if cluster.watch_key != current.watch_key:
                 self.jobs.release(cluster)
+
+
+def _failure(jobs: Informer, reason: str) -> MpeError:
+    """Why a cluster whose Job watch failed cannot be used, from the watch's last failure: it
+    refuses the controller (HTTP 401/403) or does not answer."""
+    if jobs.last_status in (401, 403):
+        return MpeError(
+            f"MediaProcessingEntity cluster refuses the controller: HTTP {jobs.last_status}: "
+            f"{reason}",
+            Reason.CLUSTER_REFUSED,
+        )
+    return MpeError(f"MediaProcessingEntity cluster not reachable: {reason}")

@@ -91,9 +91,13 @@ class MpeEffects(MpeObservationGuards):
             if self.registry.interrupted:
                 raise ShuttingDown from None
             raise
+        # MpeSettingUp propagates: the chart waits until the Job watch has listed.
         problem = self.registry.refusal(cluster)
+        ref = ref_of_key(self.key)
         if problem is not None:
+            self.registry.mark_unreachable(ref)
             raise problem
+        self.registry.mark_reachable(ref)
         return cluster
 
     def connect(self, observation: MpeObservation) -> None:

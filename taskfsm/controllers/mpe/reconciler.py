@@ -11,9 +11,11 @@ outcome names; **requeue** as it says.
 ``Ready`` means usable: it turns False (``Failed`` True, the reason in ``status.message``) while
 the MPE's cluster refuses the controller or does not answer, as its Job watch shows
 (:meth:`taskfsm.controllers.clusters.registry.MpeRegistry.refusal`), and True again once it
-answers. A deleting MPE keeps -- or, after a restart, builds -- its client until its Tasks are
-done, so they can finish or clean up their Jobs (docs/operations.md, "MediaProcessingEntity
-clusters and credentials").
+answers. Nothing waits on a cluster: a new client's Job watch makes its first list while the
+chart waits (no error, no Event) and its first sync or failure re-queues the MPE, so one cluster
+that does not answer never holds the MPE worker (docs/security.md). A deleting MPE keeps -- or,
+after a restart, builds -- its client until its Tasks are done, so they can finish or clean up
+their Jobs (docs/operations.md, "MediaProcessingEntity clusters and credentials").
 """
 
 from __future__ import annotations

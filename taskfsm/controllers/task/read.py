@@ -122,7 +122,8 @@ class TaskReader:
                 cleanup_wait_left=world.cleanup_wait_left,
             )
             try:
-                world.job = self._job(work, cluster, job_name, job_namespace, job_read(before))
+                read = job_read(before, job_watch_healthy=cluster.healthy)
+                world.job = self._job(work, cluster, job_name, job_namespace, read)
             except KubeError as exc:
                 # The Job's cluster does not answer: nothing can be decided about the Job.
                 world.job_unreadable = f"reading Job {job_name}: {exc}"

@@ -146,6 +146,8 @@ class FakeCluster:
     namespace: str = "jobs"
     remote: bool = False
     cluster_id: str = "main"
+    healthy: bool = True
+    """Its Job watch is connected."""
 
     def may_hold_jobs_in(self, namespace: str) -> bool:
         return True
@@ -325,7 +327,7 @@ def test_a_new_task_reaches_running_in_one_reconcile_with_one_metadata_and_one_s
     result = w.reconcile()
     assert result.error is None
     # The Job has no pods yet: the chart looks again soon (a refusal of its pods is no event).
-    assert result.requeue_after == 30.0
+    assert result.requeue_after == 10.0
     assert [kind for kind, _ in w.store.writes] == ["metadata", "status"]
     assert w.jobs.calls[-2:] == ["create jobs", "create secrets"]
     status = w.status()
@@ -529,6 +531,32 @@ def test_a_deleting_task_cleans_up_its_job_removes_its_finalizer_and_says_so():
     assert w.store.writes == [("finalizer removed", "t")]  # no status write for a Task that goes
     assert w.events.reasons() == ["Normal/Deleted"]
     assert len(w.seen) == 0  # what the process remembered of the Task goes with it
+
+
+def test_a_deleting_task_whose_job_watch_fails_reads_its_job_from_the_cluster():
+    w = World()
+    w.running()
+    stored = w.store.tasks["t"]
+    stored["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
+    name = jobs.job_name(stored)
+    assert w.clusters.cluster is not None
+    w.clusters.cluster.healthy = False  # the cache no longer follows the cluster
+    w.jobs.calls.clear()
+    w.reconcile()
+    assert w.jobs.calls[0] == f"fetch {name}"
+    assert f"cached {name}" not in w.jobs.calls
+
+
+def test_a_deleting_task_reads_its_job_from_a_healthy_watch_cache():
+    w = World()
+    w.running()
+    stored = w.store.tasks["t"]
+    stored["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
+    name = jobs.job_name(stored)
+    w.jobs.calls.clear()
+    w.reconcile()
+    assert w.jobs.calls[0] == f"cached {name}"
+    assert f"fetch {name}" not in w.jobs.calls
 
 
 def test_a_deleting_task_leaves_the_job_of_an_unreachable_mpe_after_the_cleanup_bound():
