@@ -15,7 +15,14 @@ import pytest
 
 from machines import catalog
 from machines.mpe.chart import MpeLifecycle, configuration_for, events_for
-from machines.mpe.driver import DELETION_POLL_SECONDS, MPE_ENGINE, VERDICT_NAMES, _PassRecord
+from machines.mpe.driver import (
+    DELETION_POLL_SECONDS,
+    MPE_ENGINE,
+    SETTING_UP_SECONDS,
+    VERDICT_NAMES,
+    WAIT_CLIENT,
+    _PassRecord,
+)
 from machines.mpe.guards import MpeObservationGuards
 from machines.mpe.model import EFFECT_NAMES, GUARD_NAMES, MpeLifecycleModel
 from machines.mpe.observation import MpeObservation
@@ -29,6 +36,12 @@ class Refused(Exception):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class SettingUp(Exception):
+    """What a connect effect raises while the client's Job watch makes its first list."""
+
+    setting_up = True
 
 
 class FakeModel(MpeObservationGuards):
@@ -156,6 +169,27 @@ def test_an_mpe_answering_again_turns_ready_and_wakes_its_tasks():
     assert "Failed" not in ready(outcome)
 
 
+def quiet_wait(outcome: Any) -> None:
+    """The pass waits for the client's Job watch: no error, no verdict, no Event."""
+    assert outcome.error is None
+    assert outcome.waiting and outcome.waiting_quietly
+    assert outcome.waiting_on == WAIT_CLIENT
+    assert outcome.requeue_after == SETTING_UP_SECONDS
+    assert outcome.detail is None
+    assert outcome.events == ()
+
+
+def test_a_client_being_set_up_is_waited_for_without_an_error_or_a_verdict():
+    outcome = run({"connect": SettingUp("listing")}, has_finalizer=True, ready_condition="True")
+    quiet_wait(outcome)
+    assert outcome.effects == ()  # neither released nor woken before the client works
+    assert outcome.conditions == ()
+
+
+def test_a_replica_that_does_not_write_the_mpe_waits_for_its_client_too():
+    quiet_wait(run({"connect": SettingUp("listing")}, manages_status=False))
+
+
 # -- following -------------------------------------------------------------------------------
 
 
@@ -227,6 +261,20 @@ def test_a_deleting_mpe_whose_client_cannot_be_built_says_so_while_it_waits():
     )
     assert ready(outcome)["Ready"] == ("False", "NotReachable")
     assert outcome.events == ()
+
+
+def test_a_deleting_mpe_waits_for_a_client_being_set_up():
+    waiting = run(
+        {"connect_keeping_client": SettingUp("listing")},
+        deletion_requested=True,
+        tasks_using=1,
+        tasks_active=1,
+    )
+    quiet_wait(waiting)
+    assert waiting.effects == ()  # its Tasks are woken once the client works
+    searching = run({"delete_orphans": SettingUp("listing")}, deletion_requested=True)
+    quiet_wait(searching)
+    assert not searching.finalized
 
 
 def test_a_deleting_mpe_no_task_needs_deletes_the_orphans_and_goes():
