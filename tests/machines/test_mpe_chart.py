@@ -172,7 +172,8 @@ def test_an_mpe_answering_again_turns_ready_and_wakes_its_tasks():
 def quiet_wait(outcome: Any) -> None:
     """The pass waits for the client's Job watch: no error, no verdict, no Event."""
     assert outcome.error is None
-    assert outcome.waiting and outcome.waiting_quietly
+    assert outcome.waiting
+    assert outcome.waiting_quietly
     assert outcome.waiting_on == WAIT_CLIENT
     assert outcome.requeue_after == SETTING_UP_SECONDS
     assert outcome.detail is None
