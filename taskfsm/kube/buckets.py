@@ -45,7 +45,6 @@ import contextlib
 import hashlib
 import logging
 import math
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Set
@@ -54,6 +53,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from taskfsm.kube import jitter
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, NotLeader
 from taskfsm.kube.leader import JITTER, LeaderElector
 from taskfsm.kube.rest import LEASES, Rest
@@ -358,7 +358,7 @@ class BucketElector:
                 self._round()
             except Exception:  # a bug: log it, the next round tries again
                 log.exception("bucket election round failed")
-            wait = self.retry_period * (1 + JITTER * random.random())
+            wait = self.retry_period * (1 + JITTER * jitter.uniform(0.0, 1.0))
             if self._next_expiry is not None:
                 # A Lease of another replica expires before the next round: look at that
                 # moment, so a dead replica's buckets move a lease duration after they were
