@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +54,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taskfsm.api.timestamps import format_micro_time
+from taskfsm.kube import jitter
 from taskfsm.kube.bucket_keys import (
     BUCKET_LEASE_PREFIX,
     MEMBER_LEASE_PREFIX,
@@ -232,7 +232,7 @@ class BucketElector:
                 self._round()
             except Exception:  # a bug: log it, the next round tries again
                 log.exception("bucket election round failed")
-            wait = self.retry_period * (1 + JITTER * random.random())
+            wait = self.retry_period * (1 + JITTER * jitter.uniform(0.0, 1.0))
             if self._next_expiry is not None:
                 # A Lease of another replica expires before the next round: look at that
                 # moment, so a dead replica's buckets move a lease duration after they were

@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import builtins
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from taskfsm.kube import wire
+from taskfsm.kube import jitter, wire
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
 from taskfsm.kube.rest import Resource, Rest, WatchStream
 from taskfsm.kube.transforms import default_transform
@@ -348,7 +347,7 @@ class Informer:
                 return fresh, meta.get("resourceVersion") or None
 
     def _watch(self) -> None:
-        timeout = max(1, int(self.watch_timeout * random.uniform(0.8, 1.0)))
+        timeout = max(1, int(self.watch_timeout * jitter.uniform(0.8, 1.0)))
         resume_from = self.resource_version
         override = self._resume_from
         if override is not None:
@@ -478,7 +477,7 @@ class Informer:
         # The exponent is capped: after ~1,000 failures (hours of outage) 2.0**n overflows, and
         # an exception here would end the watch loop for good.
         n = min(max(1, self._consecutive_failures), 64)
-        wait = min(self.max_backoff, FIRST_BACKOFF * 2.0 ** (n - 1)) * random.uniform(0.5, 1.5)
+        wait = min(self.max_backoff, FIRST_BACKOFF * 2.0 ** (n - 1)) * jitter.uniform(0.5, 1.5)
         return max(wait, self._retry_after or 0.0)
 
     def _mark_healthy(self) -> None:

@@ -54,7 +54,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +61,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taskfsm.api.timestamps import format_micro_time
+from taskfsm.kube import jitter
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, NotLeader
 from taskfsm.kube.rest import LEASES, Rest
 
@@ -259,7 +259,7 @@ class LeaderElector:
         return False
 
     def _retry_wait(self, exc: KubeError | None = None) -> float:
-        wait = self.retry_period * (1 + JITTER * random.random())
+        wait = self.retry_period * (1 + JITTER * jitter.uniform(0.0, 1.0))
         if exc is not None and exc.retry_after is not None:
             wait = max(wait, exc.retry_after)
         return wait

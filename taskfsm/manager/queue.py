@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import random
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from taskfsm.kube.jitter import uniform
 
 
 class ShutDown(Exception):
@@ -116,7 +117,7 @@ class WorkQueue:
             self._failures[key] = failures + 1
         cap = self.max_delay if max_delay is None else min(max_delay, self.max_delay)
         delay = min(self.base_delay * (2.0 ** min(failures, 64)), cap)
-        delay *= 1 + random.random() * self.jitter
+        delay *= 1 + uniform(0.0, self.jitter)
         if min_delay is not None:
             delay = max(delay, min_delay)
         self.metrics.on_retry()

@@ -86,7 +86,7 @@ def test_delete_running_task_removes_job_and_secret(engine, controller, probe, n
     assert probe.job(name)["metadata"]["finalizers"] == [c.FINALIZER_JOB_PROTECTION]
     delete_task(engine, namespace, "t")
     assert_all_gone(probe, "t", name)
-    assert "Deleted" in probe.event_reasons("t")
+    probe.wait_event("t", "Deleted")
 
 
 @pytest.mark.parametrize(("exit_code", "phase"), [(0, "Succeeded"), (1, "Failed")])
@@ -136,7 +136,7 @@ def test_mpe_deleted_before_its_finished_task_takes_the_kept_job_with_it(
     wait_for(lambda: probe.job(name) is None, timeout=60, what=f"Job {name} gone")
     wait_for(lambda: probe.secret(name) is None, timeout=60, what=f"Secret {name} gone")
     assert probe.phase("t") == "Succeeded"
-    assert "JobDeleted" in probe.event_reasons("t")
+    probe.wait_event("t", "JobDeleted")
     delete_task(engine, namespace, "t")
     assert_all_gone(probe, "t", None)
     assert probe.jobs() == []
@@ -174,7 +174,7 @@ def test_delete_task_whose_mpe_is_not_ready_is_bounded(engine, controller, probe
     assert task["status"]["phase"] == "JobPending"
     delete_task(engine, namespace, "t")
     assert_all_gone(probe, "t", None)
-    assert "JobAbandoned" in probe.event_reasons("t")
+    probe.wait_event("t", "JobAbandoned")
 
 
 def test_delete_task_whose_mpe_cluster_is_unreachable_is_bounded(
@@ -198,7 +198,7 @@ def test_delete_task_whose_mpe_cluster_is_unreachable_is_bounded(
         try:
             delete_task(engine, namespace, "t")
             wait_for(lambda: probe.task_gone("t"), timeout=60, what="Task gone")
-            assert "JobAbandoned" in probe.event_reasons("t")
+            probe.wait_event("t", "JobAbandoned")
             assert probe.job(name) is not None  # nobody could delete it
         finally:
             probe.delete_job(name)

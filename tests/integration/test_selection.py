@@ -183,6 +183,9 @@ def test_d1_namespaced_default_mpe_is_selected_before_cluster_default(
     )
     engine.create(objects.default_mpe(objects.local_mpe("ns-default")))
     engine.create(objects.local_mpe("not-default"))
+    # Selection reads the controller's cache and is sticky: a Task created before the controller
+    # has seen the namespace's default would rightly get the cluster default.
+    probe.wait_mpe_ready("ns-default")
     engine.create(task("t", function_name="f"))
     mpe, _ = chosen(probe, "t")
     assert mpe == mpe_ref("ns-default", namespace)

@@ -53,4 +53,4 @@ def test_a_suspended_job_shows_on_the_task_and_it_carries_on_when_resumed(
     probe.rest.patch(JOBS, namespace, jobs.job_name(task), {"spec": {"suspend": False}})
     done = probe.wait_phase("t", "Succeeded", timeout=60)
     assert conditions_of(done).get("Complete") == "True"
-    assert "JobResumed" in probe.event_reasons("t")
+    probe.wait_event("t", "JobResumed")

@@ -159,6 +159,14 @@ def test_state_task_and_workflow_pages(
         timeout=60,
         what="both Tasks Succeeded",
     )
+    # A Task succeeds on the Job's SuccessCriteriaMet; the Job controller counts the pod in
+    # status.succeeded a moment later, and the page shows the Job as it is when rendered.
+    batch = client.BatchV1Api(api_client)
+    wait_for(
+        lambda: [j.status.succeeded for j in batch.list_namespaced_job(namespace).items] == [1, 1],
+        timeout=60,
+        what="both Jobs counting their succeeded pod",
+    )
 
     page.goto(f"{ui.url}/state/task/phases/succeeded")
     page.wait_for_selector("#rows tbody tr")

@@ -155,7 +155,7 @@ def test_missing_workflow_is_a_clear_error_then_recovers(engine, controller, pro
     )
     assert task["status"].get("phase", "") == ""
     assert conditions_of(task) == {}
-    assert "ReconcileError" in probe.event_reasons("t")
+    probe.wait_event("t", "ReconcileError")
     engine.create(objects.workflow("later"))
     running = probe.wait_phase("t", "Running")
     assert running["status"]["message"] == ""

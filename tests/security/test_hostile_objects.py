@@ -40,7 +40,7 @@ def test_a_task_nested_thousands_deep_is_reported_and_stops_nothing(tenant: Tena
         timeout=60,
         what=lambda: f"the deep Task reported: {tenant.status('Task', 'deep')}",
     )
-    assert "ReconcileError" in tenant.event_reasons("deep")
+    tenant.wait_event("deep", "ReconcileError")
     assert tenant.jobs() == []
     tenant.task_in_new_workflow("fine")
     tenant.wait_phase("fine", "Succeeded")

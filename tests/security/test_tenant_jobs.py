@@ -46,7 +46,7 @@ def test_pods_refused_by_pod_security_make_the_task_say_so_then_fail(tenant: Ten
     assert ready["status"] == "False"
     assert "PodSecurity" in ready["message"]
     assert tenant.phase("t") == "Running"
-    assert "JobPodsRefused" in tenant.event_reasons("t")
+    tenant.wait_event("t", "JobPodsRefused")
     done = tenant.wait_phase("t", "Failed", timeout=PODS_REFUSED_TIMEOUT + 90)
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "JobPodsRefused"
@@ -121,7 +121,7 @@ def test_the_job_policy_refuses_host_access_and_other_identities(
         timeout=90,
         what=lambda: f"the policy's refusal in status: {tenant.status('Task', 't')}",
     )
-    assert "ReconcileError" in tenant.event_reasons("t")
+    tenant.wait_event("t", "ReconcileError")
     assert tenant.jobs() == []
 
 

@@ -61,7 +61,7 @@ def test_an_exec_kubeconfig_runs_nothing_in_the_controller(tenant, trap, tmp_pat
     status = tenant.status("MediaProcessingEntity", "evil")
     assert "users[0].user.exec: not allowed" in status["message"]
     assert str(marker) not in status["message"]
-    assert "KubeconfigRefused" in tenant.event_reasons("evil")
+    tenant.wait_event("evil", "KubeconfigRefused")
     assert not marker.exists()
     assert trap.seen == []
 

@@ -52,7 +52,7 @@ def test_an_mpe_cannot_run_jobs_in_another_namespace(tenant, bystander, target):
     tenant.create(objects.local_mpe("elsewhere", namespace=namespace))
     ready = refused_mpe(tenant, "elsewhere")
     assert ready["reason"] == "NamespaceNotAllowed"
-    assert "NamespaceNotAllowed" in tenant.event_reasons("elsewhere")
+    tenant.wait_event("elsewhere", "NamespaceNotAllowed")
     tenant.task(
         "t", mediaProcessingEntityRef={"kind": c.KIND_MEDIA_PROCESSING_ENTITY, "name": "elsewhere"}
     )

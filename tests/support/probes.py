@@ -79,6 +79,22 @@ class Probe:
         self.rest = Rest(api_client)
         self.namespace = namespace
 
+    # -- MediaProcessingEntities ---------------------------------------------------------------
+
+    def wait_mpe_ready(self, name: str, *, timeout: float = 60) -> None:
+        """Wait until the namespace's MediaProcessingEntity ``name`` is Ready: the controller has
+        seen it, so a selection made after this sees it too."""
+        resource = BY_KIND[c.KIND_MEDIA_PROCESSING_ENTITY]
+
+        def ready() -> bool:
+            try:
+                mpe = self.rest.get(resource, self.namespace, name)
+            except NotFound:
+                return False
+            return conditions_of(mpe).get("Ready") == "True"
+
+        wait_for(ready, timeout=timeout, what=f"MediaProcessingEntity {name} Ready")
+
     # -- Tasks -----------------------------------------------------------------------------------
 
     def task(self, name: str) -> dict[str, Any] | None:
@@ -191,6 +207,15 @@ class Probe:
 
     def event_reasons(self, name: str) -> list[str]:
         return [e.get("reason") or "" for e in self.events(name)]
+
+    def wait_event(self, name: str, reason: str, *, timeout: float = 30) -> None:
+        """Wait until an Event with ``reason`` is about ``name``: the controller writes a pass's
+        Events after its status, so status can show an outcome a moment before its Event."""
+        wait_for(
+            lambda: reason in self.event_reasons(name),
+            timeout=timeout,
+            what=lambda: f"Event {reason} about {name} (seen: {self.event_reasons(name)})",
+        )
 
 
 class ClusterScoped:

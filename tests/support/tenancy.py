@@ -76,6 +76,14 @@ class Tenant:
     def event_reasons(self, name: str) -> set[str]:
         return {str(e.get("reason")) for e in self.events(name)}
 
+    def wait_event(self, name: str, reason: str, *, timeout: float = 30) -> None:
+        """Wait until an Event with ``reason`` is about ``name`` (Events follow the status write)."""
+        wait_for(
+            lambda: reason in self.event_reasons(name),
+            timeout=timeout,
+            what=lambda: f"Event {reason} about {name} (seen: {self.event_reasons(name)})",
+        )
+
     def get_secret(self, name: str) -> dict[str, Any] | None:
         try:
             return self.admin.get(SECRETS, self.namespace, name)
