@@ -149,6 +149,22 @@ def refuse_labelled_pods(api_client, namespace: str):
     api.create_validating_admission_policy_binding(
         {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
     )
+    # The API server loads a new policy from its own watch: until then labelled pods are let
+    # through. A labelled pod created with dry run shows when the policy is in force.
+    core = client.CoreV1Api(api_client)
+    probe = {
+        "metadata": {"name": "refuse-probe", "labels": {REFUSE: "yes"}},
+        "spec": {"containers": [{"name": "c", "image": "example.invalid/none"}]},
+    }
+
+    def in_force() -> bool:
+        try:
+            core.create_namespaced_pod(namespace, probe, dry_run="All")
+        except client.ApiException as exc:
+            return "refused by the RBAC test" in (exc.body or "")
+        return False
+
+    wait_for(in_force, timeout=30, what="the pod-refusing admission policy in force")
 
     def remove() -> None:
         with contextlib.suppress(client.ApiException):
