@@ -77,6 +77,10 @@ RETRY_AFTER_BUDGET = 10.0
 MAX_RETRY_AFTER = 10
 
 #: The verbs that change something (the write guard is asked before each of them).
+#: How long a permission refusal stays on ``/readyz`` unless refused again: more than twice
+#: the longest retry backoff of a watch or a reconcile (30 s, jittered up to 45 s).
+DENIAL_HOLD_SECONDS = 120.0
+
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 #: Verbs retried once when the connection drops before the answer (idempotent in HTTP terms).
@@ -191,10 +195,9 @@ class Rest:
         self.max_response_bytes: int | None = None
         """Largest answer (and watch event) read, None for no bound: a remote
         MediaProcessingEntity's API server is its owner's, and could answer without end."""
-        self.denied: dict[tuple[str, str], str] = {}
-        """(verb, resource) → the API server's message, while the latest such request was
-        refused for lack of a permission (RBAC); cleared by the next one that succeeds. The
-        controller reports these on ``/readyz`` (docs/install.md, "RBAC")."""
+        self._denied: dict[tuple[str, str], tuple[str, float]] = {}
+        """(verb, resource) → the API server's message and when it was last given, while the
+        latest such request was refused for lack of a permission (RBAC)."""
         self._denied_lock = threading.Lock()
 
     # -- verbs -----------------------------------------------------------------------------------
@@ -368,7 +371,7 @@ class Rest:
                 answer = self._send(
                     method, path, label, params, headers, body, stream, attempt_timeout, verb
                 )
-                if self.denied:
+                if self._denied:
                     self._note_denied((verb or method, label), "")
                 return answer
             except Forbidden as exc:
@@ -403,17 +406,33 @@ class Rest:
         connect, read = timeout or self.timeout
         return (connect, read) if allowed is None else (min(connect, allowed), read)
 
+    def denied(self, now: float | None = None) -> dict[tuple[str, str], str]:
+        """(verb, resource) → the API server's message, for each request refused for lack of a
+        permission (RBAC) within the last :data:`DENIAL_HOLD_SECONDS` and not succeeded since.
+        The controller reports these on ``/readyz`` (docs/install.md, "RBAC").
+
+        A permission that is really missing is refused again at every retry (the longest
+        backoff is well inside the hold), so it stays listed; a refusal that was the API
+        server's own passing state (its RBAC caches still loading after a restart) goes after
+        the hold even when that request is never made again."""
+        now = time.monotonic() if now is None else now
+        with self._denied_lock:
+            for key, (_, at) in list(self._denied.items()):
+                if now - at > DENIAL_HOLD_SECONDS:
+                    del self._denied[key]
+            return {key: message for key, (message, _) in self._denied.items()}
+
     def _note_denied(self, key: tuple[str, str], message: str) -> None:
         with self._denied_lock:
             if message:
-                if key not in self.denied:
+                if key not in self._denied:
                     log.warning(
                         "the API server refused a request for lack of a permission",
                         extra={"verb": key[0], "resource": key[1], "error": message},
                     )
-                self.denied[key] = message
+                self._denied[key] = (message, time.monotonic())
             else:
-                self.denied.pop(key, None)
+                self._denied.pop(key, None)
 
     def _send(
         self,

@@ -422,7 +422,7 @@ class Controller:
             return f"watches failing: {', '.join(unhealthy)}"
         if not self.registry.healthy():
             return "a MediaProcessingEntity Job watch is failing"
-        denied = {**self.rest.denied, **(self._lease_rest.denied if self._lease_rest else {})}
+        denied = {**self.rest.denied(), **(self._lease_rest.denied() if self._lease_rest else {})}
         if denied:
             # A permission the controller needs is missing (the RBAC was changed or is older
             # than this version): say which, instead of failing quietly (docs/install.md).

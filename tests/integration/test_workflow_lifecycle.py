@@ -131,6 +131,7 @@ def test_workflow_of_three_tasks_succeeds_after_the_waiting_duration(
     assert stamp(status["queuedTime"]) <= stamp(status["startTime"]) <= stamp(status["endTime"])
     assert not status.get("message")
     # The timed transition: Succeeded no earlier than the wait after the last Task finished.
+    probe.wait_event("wf", "Succeeded")
     succeeded = next(e for e in probe.events("wf") if e.get("reason") == "Succeeded")
     decided = datetime.strptime(succeeded["eventTime"][:19], "%Y-%m-%dT%H:%M:%S").replace(
         tzinfo=UTC
@@ -195,6 +196,7 @@ def test_failed_task_with_fail_workflow_fails_the_workflow_then_its_active_tasks
         what="the counters follow the Tasks",
     )
     assert workflow_status(probe, "wf")["phase"] == "Failed"
+    probe.wait_event("wf", "Failed")
     assert [e["type"] for e in probe.events("wf") if e.get("reason") == "Failed"] == ["Warning"]
 
 
