@@ -7,7 +7,6 @@ exist and to render. Fix a failure with `python -m machines.diagrams.render`.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import pytest
@@ -16,23 +15,12 @@ from machines import catalog
 from machines.diagrams import graph as diagram
 from machines.diagrams import render
 from machines.task.chart import TaskLifecycle
+from tests.support.freshness import assert_fresh
 
 
 @pytest.mark.parametrize("path", list(render.expected_texts()), ids=lambda p: p.name)
 def test_committed_text_is_fresh(path: Path) -> None:
-    fresh = render.expected_texts()[path]
-    committed = path.read_text(encoding="utf-8") if path.exists() else ""
-    if committed != fresh:
-        diff = "".join(
-            difflib.unified_diff(
-                committed.splitlines(keepends=True),
-                fresh.splitlines(keepends=True),
-                fromfile=f"{path} (committed)",
-                tofile="fresh render",
-                n=1,
-            )
-        )
-        pytest.fail(f"{path} is stale; run: python -m machines.diagrams.render\n{diff}")
+    assert_fresh(path, render.expected_texts()[path], "python -m machines.diagrams.render")
 
 
 def test_check_command_agrees() -> None:

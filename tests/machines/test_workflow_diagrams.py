@@ -7,7 +7,6 @@ Fix a failure with `python -m machines.diagrams.render --chart workflow`.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import pytest
@@ -18,25 +17,16 @@ from machines.diagrams import render
 from machines.diagrams.charts import WORKFLOW as CHART
 from machines.diagrams.render import WORKFLOW as OUTPUTS
 from machines.workflow.chart import WorkflowLifecycle
+from tests.support.freshness import assert_fresh
 
 
 @pytest.mark.parametrize("path", list(render.expected_texts(outputs=OUTPUTS)), ids=lambda p: p.name)
 def test_committed_text_is_fresh(path: Path) -> None:
-    fresh = render.expected_texts(outputs=OUTPUTS)[path]
-    committed = path.read_text(encoding="utf-8") if path.exists() else ""
-    if committed != fresh:
-        diff = "".join(
-            difflib.unified_diff(
-                committed.splitlines(keepends=True),
-                fresh.splitlines(keepends=True),
-                fromfile=f"{path} (committed)",
-                tofile="fresh render",
-                n=1,
-            )
-        )
-        pytest.fail(
-            f"{path} is stale; run: python -m machines.diagrams.render --chart workflow\n{diff}"
-        )
+    assert_fresh(
+        path,
+        render.expected_texts(outputs=OUTPUTS)[path],
+        "python -m machines.diagrams.render --chart workflow",
+    )
 
 
 def test_check_command_agrees() -> None:
