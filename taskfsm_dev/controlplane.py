@@ -53,8 +53,24 @@ CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
 )
+#: What a real node's pods need on top (``for_nodes``): the Node's taints follow its Ready
+#: condition, every namespace gets its ``default`` ServiceAccount and ``kube-root-ca.crt``, token
+#: Secrets are signed, Services get endpoints, Deployments get pods.
+NODE_CONTROLLERS = (
+    "node-lifecycle-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "replicaset-controller",
+    "deployment-controller",
+    "disruption-controller",
+)
 
 ADMIN_TOKEN = "taskfsm-admin-token"  # static, loopback-only test credential
+SERVICE_CIDR = "10.0.0.0/24"
+"""The Services' cluster IPs (the ``kubernetes`` Service is its first, 10.0.0.1)."""
 
 
 class ControlPlaneError(RuntimeError):
@@ -81,12 +97,22 @@ def binaries_dir() -> Path:
             f"no control plane binaries: KUBEBUILDER_ASSETS is not set and {BUILD_SCRIPT} does "
             "not exist; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver"
         )
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
+    return _checked(run_build_script(BUILD_SCRIPT, "the control plane"), str(BUILD_SCRIPT))
+
+
+def run_build_script(script: Path, what: str) -> Path:
+    """Run one of the checkout's ``tools/*/build.sh`` (cached builds cost nothing) and return
+    the directory it prints last.
+
+    Raises:
+        ControlPlaneError: the build failed (with the end of its output).
+    """
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ControlPlaneError(
-            f"building the control plane failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+            f"building {what} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
         )
-    return _checked(Path(proc.stdout.strip().splitlines()[-1]), str(BUILD_SCRIPT))
+    return Path(proc.stdout.strip().splitlines()[-1])
 
 
 def _checked(path: Path, source: str) -> Path:
@@ -96,14 +122,14 @@ def _checked(path: Path, source: str) -> Path:
     return path
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the caller binds it soon after)."""
+def free_port(address: str = "127.0.0.1") -> int:
+    """A TCP port on ``address`` that was free a moment ago (the caller binds it soon after)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((address, 0))
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Child-process setup: own process group, and SIGKILL when the starting thread's process dies.
 
     The death signal means a SIGKILLed test runner or demo never leaves an apiserver behind.
@@ -116,7 +142,7 @@ def _die_with_parent() -> None:
 
 
 @dataclass
-class _Process:
+class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log_path: Path
@@ -143,6 +169,10 @@ class ControlPlane:
         startup_timeout: seconds to wait for each component to become ready.
         controller_manager_args: extra kube-controller-manager flags (the benchmarks raise its
             client rate limits, ``--kube-api-qps``, so the Job controller is not the bottleneck).
+        address: the IPv4 address kube-apiserver binds and advertises (the ``kubernetes``
+            Service's endpoint); a real node's pods reach it there (:mod:`taskfsm_dev.node`).
+        for_nodes: serve real nodes: ServiceAccount admission on (pods get their token), the
+            ``kubernetes`` Service's endpoint kept, and :data:`NODE_CONTROLLERS` too.
     """
 
     bin_dir: Path | None = None
@@ -150,13 +180,15 @@ class ControlPlane:
     name: str = "taskfsm-test"
     startup_timeout: float = 120.0
     controller_manager_args: tuple[str, ...] = ()
+    address: str = "127.0.0.1"
+    for_nodes: bool = False
     workdir: Path = field(init=False)
     server: str = field(init=False, default="")
     ca_file: Path = field(init=False)
     kubeconfig: Path = field(init=False)
     token: str = field(init=False, default=ADMIN_TOKEN)
     etcd_url: str = field(init=False, default="")
-    _procs: list[_Process] = field(init=False, default_factory=list)
+    _procs: list[Process] = field(init=False, default_factory=list)
     _apiserver_args: list[str] = field(init=False, default_factory=list)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
@@ -203,7 +235,7 @@ class ControlPlane:
         with self._lock:
             procs, self._procs = self._procs, []
         for proc in reversed(procs):
-            _terminate(proc.popen, grace)
+            terminate(proc.popen, grace)
         workdir = getattr(self, "workdir", None)
         if workdir is not None and workdir.exists() and not os.environ.get("TASKFSM_KEEP_CP"):
             shutil.rmtree(workdir, ignore_errors=True)
@@ -227,7 +259,7 @@ class ControlPlane:
                 os.killpg(old.popen.pid, signal.SIGKILL)
             old.popen.wait(10)
         else:
-            _terminate(old.popen, 10.0)
+            terminate(old.popen, 10.0)
         with self._lock:
             self._procs.remove(old)
         if down_seconds > 0:
@@ -267,7 +299,7 @@ class ControlPlane:
 
     # -- components ------------------------------------------------------------------------------
 
-    def _spawn(self, name: str, args: list[str]) -> _Process:
+    def _spawn(self, name: str, args: list[str]) -> Process:
         log_path = self.workdir / f"{name}.log"
         log = log_path.open("ab")  # append: a restarted component keeps its earlier log
         popen = subprocess.Popen(
@@ -275,11 +307,11 @@ class ControlPlane:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
             cwd=self.workdir,
         )
         log.close()
-        proc = _Process(name, popen, log_path)
+        proc = Process(name, popen, log_path)
         with self._lock:
             self._procs.append(proc)
         return proc
@@ -308,8 +340,8 @@ class ControlPlane:
 
     def _start_apiserver(self) -> None:
         assert self.bin_dir is not None
-        port = free_port()
-        self.server = f"https://127.0.0.1:{port}"
+        port = free_port(self.address)
+        self.server = f"https://{self.address}:{port}"
         cert_dir = self.workdir / "certs"
         sa_key, sa_pub = self.workdir / "sa.key", self.workdir / "sa.pub"
         _write_rsa_key_pair(sa_key, sa_pub)
@@ -319,20 +351,29 @@ class ControlPlane:
         self._apiserver_args = [
             str(self.bin_dir / "kube-apiserver"),
             f"--etcd-servers={self.etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.address}",
+            f"--advertise-address={self.address}",
             f"--secure-port={port}",
             f"--cert-dir={cert_dir}",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--endpoint-reconciler-type=none",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={sa_pub}",
             f"--service-account-signing-key-file={sa_key}",
             f"--token-auth-file={tokens}",
             "--authorization-mode=RBAC",
-            # Nothing creates the `default` ServiceAccount without its controller; Job pods
-            # would never be admitted.
-            "--disable-admission-plugins=ServiceAccount",
+            *(
+                # Pods get their ServiceAccount's token; the `kubernetes` Service gets this
+                # server as its endpoint.
+                # kubectl logs reaches a kubelet at its Node's InternalIP (no DNS names it).
+                ["--endpoint-reconciler-type=lease", "--kubelet-preferred-address-types=InternalIP"]
+                if self.for_nodes
+                # Without the ServiceAccount controller nothing creates the `default`
+                # ServiceAccount; Job pods would never be admitted.
+                else [
+                    "--endpoint-reconciler-type=none",
+                    "--disable-admission-plugins=ServiceAccount",
+                ]
+            ),
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
@@ -354,12 +395,22 @@ class ControlPlane:
         binary = self.bin_dir / "kube-controller-manager"
         if not binary.is_file():
             raise ControlPlaneError(f"{binary} is missing (needed for Jobs, TTL and GC)")
+        controllers = CONTROLLERS + (NODE_CONTROLLERS if self.for_nodes else ())
+        node_args = (
+            [
+                f"--service-account-private-key-file={self.workdir / 'sa.key'}",
+                f"--root-ca-file={self.ca_file}",
+            ]
+            if self.for_nodes
+            else []
+        )
         proc = self._spawn(
             "kube-controller-manager",
             [
                 str(binary),
                 f"--kubeconfig={self.kubeconfig}",
-                f"--controllers={','.join(CONTROLLERS)}",
+                f"--controllers={','.join(controllers)}",
+                *node_args,
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
@@ -375,7 +426,7 @@ class ControlPlane:
                 raise ControlPlaneError(f"kube-controller-manager exited ({proc.popen.returncode})")
             time.sleep(0.2)
 
-    def _wait(self, proc: _Process, ready: Callable[[], bool], what: str) -> None:
+    def _wait(self, proc: Process, ready: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if proc.popen.poll() is not None:
@@ -388,7 +439,7 @@ class ControlPlane:
         raise ControlPlaneError(f"timed out after {self.startup_timeout:.0f}s waiting for {what}")
 
 
-def _terminate(popen: subprocess.Popen[bytes], grace: float) -> None:
+def terminate(popen: subprocess.Popen[bytes], grace: float) -> None:
     if popen.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):

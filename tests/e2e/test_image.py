@@ -177,7 +177,7 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
         assert "etc/passwd" in names
         assert {"dev", "proc", "sys", "tmp"} <= names
         assert not [n for n in names if n.startswith(("dev/", "proc/", "sys/"))]
-        assert names == {str(p.relative_to(rootfs)) for p in oci_image._entries(rootfs)}
+        assert names == {str(p.relative_to(rootfs)) for p in oci.entries(rootfs)}
         unpacked = tmp_path / "unpacked"
         tar.extractall(unpacked, numeric_owner=True, filter="fully_trusted")
     assert (unpacked / "opt/taskfsm/bin/taskfsm").stat().st_uid == 0

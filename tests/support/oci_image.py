@@ -3,19 +3,13 @@ filesystem, and a CycloneDX SBOM of its Python packages beside it (``make image`
 
 The root filesystem is the one ``tests/support/image.py`` builds offline from the Dockerfile's
 steps and ``tests/e2e/test_image.py`` runs; this module only packs it, without a daemon or a
-registry:
-
-* one gzip-compressed layer holding the whole filesystem (``/dev``, ``/proc`` and ``/sys`` empty:
-  a container runtime mounts them), file owners and modes as built, modification times clamped
-  to the commit's time (``SOURCE_DATE_EPOCH`` overrides it), so the same filesystem and commit
-  give the same layer digest;
-* the image configuration from the Dockerfile: ``USER``, ``ENTRYPOINT``, ``CMD``, plus ``PATH``,
-  ``LANG`` and the ``org.opencontainers.image.*`` labels;
-* an OCI image layout (``oci-layout``, ``index.json``, ``blobs/sha256/``) whose manifest is named
-  by its tag (``org.opencontainers.image.ref.name``) and by its full name
-  (``io.containerd.image.name``), plus the ``manifest.json`` of ``docker save`` pointing at the
-  same blobs, all in one uncompressed tar: ``podman load``, ``docker load``, ``skopeo copy
-  oci-archive:...`` and ``skopeo copy docker-archive:...`` read it.
+registry, as :mod:`taskfsm_dev.oci` packs any directory (one layer, the whole filesystem with
+``/dev``, ``/proc`` and ``/sys`` empty, modification times clamped to the commit's time,
+``SOURCE_DATE_EPOCH`` overriding it, so the same filesystem and commit give the same digests),
+with the image configuration from the Dockerfile: ``USER``, ``ENTRYPOINT``, ``CMD``, plus
+``PATH``, ``LANG`` and the ``org.opencontainers.image.*`` labels. ``podman load``, ``docker
+load``, ``skopeo copy oci-archive:...``, ``skopeo copy docker-archive:...`` and ``ctr images
+import`` read it.
 
 The SBOM lists every distribution installed in the image's environment (``/opt/taskfsm``, read
 from its ``*.dist-info`` metadata, so it is what the image holds, not what a lock file says) as
@@ -30,26 +24,17 @@ their paths. docs/install.md says how a release publishes them.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
-import hashlib
 import importlib.metadata
-import io
-import json
 import os
-import platform
-import shutil
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from taskfsm_dev import oci
 from tests.support import image
 
 REPO_ROOT = image.REPO_ROOT
@@ -60,26 +45,6 @@ SOURCE_URL = "https://github.com/nagare-media/taskfsm"
 ENV = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8")
 """The environment the entry point gets (tests/support/image.py starts it with the same)."""
 VENV_SITE_PACKAGES = "opt/taskfsm/lib/python3.11/site-packages"
-EMPTIED = ("dev", "proc", "sys")
-"""Directories packed empty: the runtime mounts them."""
-MEDIA_INDEX = "application/vnd.oci.image.index.v1+json"
-MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
-MEDIA_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class Blob:
-    """A content-addressed file of the layout."""
-
-    digest: str
-    """``sha256:<hex>``."""
-    size: int
-    path: Path
-
-    def descriptor(self, media_type: str, **extra: Any) -> dict[str, Any]:
-        return {"mediaType": media_type, "digest": self.digest, "size": self.size, **extra}
 
 
 @dataclass(frozen=True)
@@ -95,23 +60,6 @@ class ImageArchive:
     manifest_digest: str
     layer_diff_id: str
     """sha256 of the uncompressed layer (the image configuration's ``rootfs.diff_ids``)."""
-
-
-class _Hashing(io.RawIOBase):
-    """A write-only stream that hashes and counts what passes through to ``target``."""
-
-    def __init__(self, target: IO[bytes]) -> None:
-        self.target, self.sha, self.size = target, hashlib.sha256(), 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        self.sha.update(view)
-        self.size += len(view)
-        self.target.write(view)
-        return len(view)
 
 
 def source_date_epoch() -> int:
@@ -132,80 +80,14 @@ def source_date_epoch() -> int:
     return int(proc.stdout.strip())
 
 
-def _entries(rootfs: Path) -> Iterator[Path]:
-    """Every path of ``rootfs`` to pack, parents before children, in a stable order."""
-    for top, dirs, files in os.walk(rootfs):
-        here = Path(top)
-        relative = here.relative_to(rootfs)
-        if relative.parts and relative.parts[0] in EMPTIED:
-            dirs.clear()
-            continue
-        dirs.sort()
-        for name in sorted([*dirs, *files]):
-            yield here / name
-
-
-def write_layer(rootfs: Path, out: IO[bytes], epoch: int) -> tuple[str, Blob]:
-    """Pack ``rootfs`` as one gzip-compressed layer into ``out`` (a file at offset 0); returns
-    the uncompressed digest (the diff ID) and the compressed blob's digest and size."""
-    compressed = _Hashing(out)
-    with gzip.GzipFile(fileobj=compressed, mode="wb", compresslevel=6, mtime=0) as zipped:
-        uncompressed = _Hashing(zipped)  # type: ignore[arg-type]  # GzipFile is a binary stream
-        with tarfile.open(fileobj=uncompressed, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-            for path in _entries(rootfs):
-                info = tar.gettarinfo(str(path), arcname=str(path.relative_to(rootfs)))
-                if info is None:  # a socket: nothing an image can hold
-                    continue
-                info.uname = info.gname = ""
-                info.mtime = min(int(info.mtime), epoch)
-                if info.isreg():
-                    with path.open("rb") as f:
-                        tar.addfile(info, f)
-                else:
-                    tar.addfile(info)
-    diff_id = f"sha256:{uncompressed.sha.hexdigest()}"
-    return diff_id, Blob(f"sha256:{compressed.sha.hexdigest()}", compressed.size, Path(out.name))
-
-
-def _json_blob(directory: Path, document: dict[str, Any]) -> Blob:
-    data = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
-    digest = hashlib.sha256(data).hexdigest()
-    path = directory / digest
-    path.write_bytes(data)
-    return Blob(f"sha256:{digest}", len(data), path)
-
-
-def _architecture() -> str:
-    machine = platform.machine()
-    known = {"x86_64": "amd64", "aarch64": "arm64"}
-    if machine not in known:
-        raise image.ImageError(f"no OCI architecture known for {machine}")
-    return known[machine]
-
-
-def image_config(spec: image.Dockerfile, diff_id: str, created: str, version: str) -> dict:
-    """The OCI image configuration: the Dockerfile's run settings and the one layer."""
+def image_config(spec: image.Dockerfile, version: str, created: str) -> dict[str, Any]:
+    """The image configuration's run settings: the Dockerfile's, with the labels."""
     return {
-        "created": created,
-        "architecture": _architecture(),
-        "os": "linux",
-        "config": {
-            "User": spec.user,
-            "Entrypoint": list(spec.entrypoint),
-            "Cmd": list(spec.cmd),
-            "Env": list(ENV),
-            "Labels": labels(version, created),
-        },
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        "history": [
-            {
-                "created": created,
-                "created_by": (
-                    f"tests/support/image.py: Debian {spec.release} with python3.11 "
-                    "(mmdebstrap), scripts/image-install.sh deps and project"
-                ),
-            }
-        ],
+        "User": spec.user,
+        "Entrypoint": list(spec.entrypoint),
+        "Cmd": list(spec.cmd),
+        "Env": list(ENV),
+        "Labels": labels(version, created),
     }
 
 
@@ -271,15 +153,6 @@ def sbom(rootfs: Path, version: str, created: str) -> str:
     return outputter.output_as_string(indent=2) + "\n"
 
 
-@contextlib.contextmanager
-def _workdir(parent: Path) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix=".oci-", dir=parent))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def write(output: Path, rootfs: Path | None = None) -> ImageArchive:
     """Build (or find) the root filesystem, pack it into ``output/taskfsm-<version>.oci.tar``
     and write its SBOM beside it (each replaced atomically)."""
@@ -290,79 +163,35 @@ def write(output: Path, rootfs: Path | None = None) -> ImageArchive:
     version = project_version()
     epoch = source_date_epoch()
     created = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    reference = f"{IMAGE_NAME}:{version}"
     output.mkdir(parents=True, exist_ok=True)
-    archive = output / f"taskfsm-{version}.oci.tar"
     sbom_path = output / f"taskfsm-{version}.cdx.json"
-    with _workdir(output) as work:
-        blobs = work / "blobs" / "sha256"
-        blobs.mkdir(parents=True)
-        start = time.monotonic()
-        with (work / "layer").open("w+b") as layer_file:
-            diff_id, layer = write_layer(rootfs, layer_file, epoch)
-        layer = Blob(layer.digest, layer.size, blobs / layer.digest.removeprefix("sha256:"))
-        (work / "layer").rename(layer.path)
-        print(f"image: layer packed in {time.monotonic() - start:.0f} s", file=sys.stderr)
-        config = _json_blob(blobs, image_config(spec, diff_id, created, version))
-        manifest = _json_blob(
-            blobs,
-            {
-                "schemaVersion": 2,
-                "mediaType": MEDIA_MANIFEST,
-                "config": config.descriptor(MEDIA_CONFIG),
-                "layers": [layer.descriptor(MEDIA_LAYER)],
-                "annotations": {
-                    "org.opencontainers.image.created": created,
-                    "org.opencontainers.image.version": version,
-                    "org.opencontainers.image.source": SOURCE_URL,
-                },
-            },
-        )
-        index = {
-            "schemaVersion": 2,
-            "mediaType": MEDIA_INDEX,
-            "manifests": [
-                manifest.descriptor(
-                    MEDIA_MANIFEST,
-                    annotations={
-                        "org.opencontainers.image.ref.name": version,
-                        "io.containerd.image.name": reference,
-                    },
-                )
-            ],
-        }
-        docker_manifest = [
-            {
-                "Config": f"blobs/sha256/{config.path.name}",
-                "RepoTags": [reference],
-                "Layers": [f"blobs/sha256/{layer.path.name}"],
-            }
-        ]
-        files = {
-            "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
-            "index.json": json.dumps(index, indent=2).encode(),
-            "manifest.json": json.dumps(docker_manifest, indent=2).encode(),
-        }
-        partial = work / archive.name
-        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-            for name, data in files.items():
-                info = tarfile.TarInfo(name)
-                info.size, info.mtime, info.mode = len(data), epoch, 0o644
-                tar.addfile(info, io.BytesIO(data))
-            for directory in ("blobs", "blobs/sha256"):
-                info = tarfile.TarInfo(directory)
-                info.type, info.mtime, info.mode = tarfile.DIRTYPE, epoch, 0o755
-                tar.addfile(info)
-            for blob in sorted(blobs.iterdir()):
-                info = tarfile.TarInfo(f"blobs/sha256/{blob.name}")
-                info.size, info.mtime, info.mode = blob.stat().st_size, epoch, 0o644
-                with blob.open("rb") as f:
-                    tar.addfile(info, f)
-        partial.replace(archive)
-        partial_sbom = work / sbom_path.name
-        partial_sbom.write_text(sbom(rootfs, version, created), encoding="utf-8")
-        partial_sbom.replace(sbom_path)
-    return ImageArchive(archive, sbom_path, reference, version, manifest.digest, diff_id)
+    start = time.monotonic()
+    packed = oci.write_archive(
+        output / f"taskfsm-{version}.oci.tar",
+        rootfs,
+        name=IMAGE_NAME,
+        tag=version,
+        config=image_config(spec, version, created),
+        created=created,
+        epoch=epoch,
+        history=[
+            f"tests/support/image.py: Debian {spec.release} with python3.11 "
+            "(mmdebstrap), scripts/image-install.sh deps and project"
+        ],
+        annotations={
+            "org.opencontainers.image.created": created,
+            "org.opencontainers.image.version": version,
+            "org.opencontainers.image.source": SOURCE_URL,
+        },
+    )
+    print(f"image: packed in {time.monotonic() - start:.0f} s", file=sys.stderr)
+    partial_sbom = sbom_path.with_name(f".{sbom_path.name}.partial")
+    partial_sbom.write_text(sbom(rootfs, version, created), encoding="utf-8")
+    partial_sbom.replace(sbom_path)
+    return ImageArchive(
+        packed.path, sbom_path, packed.reference, version, packed.manifest_digest,
+        packed.layer_diff_id,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
