@@ -395,13 +395,17 @@ class RealNode:
         return self
 
     def stop(self, grace: float = 5.0) -> None:
-        """Stop kube-scheduler; what runs in the sandbox ends with it (:meth:`NodeSandbox.stop`:
-        a node needs no graceful stop, and its pods are gone with it)."""
+        """Stop kube-scheduler, then the sandbox: what runs there ends with it (a node needs no
+        graceful stop, and its pods are gone with it)."""
         with self._lock:
             procs, self._procs = self._procs, []
         for proc in procs:
             if proc.name == "kube-scheduler":
                 terminate(proc.popen, grace)
+        self.sandbox.stop()
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(10)
 
     def log_tails(self, lines: int = 40) -> str:
         return "\n".join(f"--- {p.name} ({p.log_path}) ---\n{p.tail(lines)}" for p in self._procs)

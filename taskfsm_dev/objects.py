@@ -82,6 +82,63 @@ def function(
     }
 
 
+RESTRICTED_POD_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "runAsGroup": 65532,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""A pod ``securityContext`` the ``restricted`` Pod Security level admits."""
+RESTRICTED_CONTAINER_SECURITY: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+"""A container ``securityContext`` the ``restricted`` Pod Security level admits."""
+
+
+def container_function(
+    name: str,
+    *args: str,
+    image: str,
+    pull_policy: str = "Never",
+    cluster: bool = False,
+    volumes: list[dict[str, Any]] | None = None,
+    mounts: list[dict[str, Any]] | None = None,
+    env: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A Function (or ClusterFunction) whose Job runs ``image`` with ``args`` on a real node
+    (:mod:`taskfsm_dev.node`), non-root, read-only, without capabilities (Pod Security
+    ``restricted``); ``volumes``, ``mounts`` and ``env`` are added to its pod and container."""
+    container: dict[str, Any] = {
+        "name": "function",
+        "image": image,
+        "imagePullPolicy": pull_policy,
+        "args": list(args),
+        "securityContext": copy.deepcopy(RESTRICTED_CONTAINER_SECURITY),
+    }
+    if mounts:
+        container["volumeMounts"] = mounts
+    if env:
+        container["env"] = env
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "securityContext": copy.deepcopy(RESTRICTED_POD_SECURITY),
+        "containers": [container],
+    }
+    if volumes:
+        pod["volumes"] = volumes
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND_CLUSTER_FUNCTION if cluster else c.KIND_FUNCTION,
+        "metadata": {"name": name},
+        "spec": {
+            "version": "1.0.0",
+            "template": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}},
+        },
+    }
+
+
 def local_mpe(
     name: str, *, namespace: str | None = None, default: bool = False, cluster: bool = False
 ) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from kubernetes import client
 from taskfsm_dev.controlplane import ControlPlane
 from taskfsm_dev.kubelet import SimulatedKubelet
 
-INTEGRATION_DIRS = ("integration", "e2e", "faults", "security")
+INTEGRATION_DIRS = ("integration", "e2e", "faults", "security", "node")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

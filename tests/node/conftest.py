@@ -1,0 +1,74 @@
+"""The real-node tier: what a user runs on a node, on a node that runs containers.
+
+One control plane with one real node (:mod:`taskfsm_dev.node`: containerd, kubelet, kube-proxy,
+kube-scheduler) serves the whole tier; the controller's own image (``make image``'s archive) and
+the workload image are imported into the node's containerd, since no registry is reachable. The
+controller is installed the ways a user installs it (:mod:`tests.support.installs`: the chart,
+``kubectl apply -k``) and runs as a Pod with its ServiceAccount; the Tasks' Jobs run real
+containers. A host that cannot run a node fails the tier with what it lacks; nothing skips.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from taskfsm.kube.client import ApiClient
+from taskfsm.kube.rest import NAMESPACES, Rest
+from taskfsm_dev.node import RealCluster
+from tests.support import oci_image
+
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
+"""The Pod Security label every namespace of the tier carries: what runs there is admitted at
+the ``restricted`` level, the controller's Pod and the Tasks' pods alike."""
+
+
+@pytest.fixture(scope="session")
+def node_cluster() -> Iterator[RealCluster]:
+    """A control plane with one real node, Ready and untainted."""
+    with RealCluster(name="taskfsm-node") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def node_kubeconfig(node_cluster: RealCluster) -> Path:
+    """The admin kubeconfig of the node's cluster (what the operator installing taskfsm has)."""
+    assert node_cluster.control_plane is not None
+    return node_cluster.control_plane.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def node_admin(node_cluster: RealCluster) -> Iterator[ApiClient]:
+    with node_cluster.api_client() as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
+def controller_image(node_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The controller image (``make image``'s OCI archive of the tested root filesystem),
+    imported into the node; returns its reference (the manifests' ``image``)."""
+    assert node_cluster.node is not None
+    archive = oci_image.write(tmp_path_factory.mktemp("dist"))
+    node_cluster.node.import_image(archive.archive)
+    assert archive.reference in node_cluster.node.images()
+    return archive.reference
+
+
+def fresh_namespace(api: ApiClient, prefix: str, labels: dict[str, str] | None = None) -> str:
+    """A new namespace of the node's cluster, labelled Pod Security ``restricted``."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    Rest(api).create(
+        NAMESPACES, None, {"metadata": {"name": name, "labels": {**RESTRICTED, **(labels or {})}}}
+    )
+    return name
+
+
+@pytest.fixture
+def tenant_namespace(node_admin: ApiClient) -> Iterator[str]:
+    """A tenant's namespace (Pod Security ``restricted``), deleted after the test."""
+    name = fresh_namespace(node_admin, "tenant")
+    yield name
+    Rest(node_admin).delete(NAMESPACES, None, name)
