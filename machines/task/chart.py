@@ -88,18 +88,20 @@ class TaskLifecycle(LifecycleChart):
                 # A Job held by spec.suspend (a queue has not admitted it yet): still Running,
                 # but Ready=False says that nothing runs.
                 | running.to(None, cond="job_suspended", on="note_job_suspended")
-                # Pods refused (Pod Security, an admission policy, a quota): Ready=False says
-                # why, until they are allowed or the Task fails (below).
+                # Pods refused (Pod Security, an admission policy, a quota) or unable to start
+                # (an image, a ConfigMap or Secret, a volume): Ready=False says why, until they
+                # run or the Task fails (below).
                 | running.to(None, cond="job_pods_refused", on="note_job_pods_refused")
                 # A Job that was suspended runs again: Ready turns True, with an Event.
                 | running.to(None, cond="job_resumed", on="note_job_resumed")
             )
             # Last in every pass: a Task whose Job may still change is looked at again after
-            # the resync period even without events (a missed Job event, F4); a Job without
-            # pods sooner, since a refusal of its pods changes nothing the watch sees.
+            # the resync period even without events (a missed Job event, F4); a Job none of
+            # whose pods is ready sooner, since a refusal of its pods, or a pod that cannot
+            # start, changes nothing the Job watch sees.
             settled = (
                 job_pending.to(None, on="schedule_resync")
-                | running.to(None, cond="job_without_pods", on="schedule_pod_check")
+                | running.to(None, cond="job_pods_waiting", on="schedule_pod_check")
                 | running.to(None, on="schedule_resync")
             )
 
@@ -130,9 +132,23 @@ class TaskLifecycle(LifecycleChart):
                 on="note_job_pods_refused_for_good",
             )
             | active.job_pending.to(terminated.failed, cond="job_vanished", on="note_job_lost")
+            # A Job whose helper Secret could not be made for the whole
+            # --job-pods-refused-timeout fails the Task (and is deleted like any unfinished
+            # one): no pod waits for a Secret that is not coming.
+            | active.job_pending.to(
+                terminated.failed, cond="helper_secret_overdue", on="note_helper_secret_overdue"
+            )
             # What a Job is made from must allow it (the Function exists and is one, a remote
-            # MPE is allowed): otherwise nothing is created, and the Task says why.
+            # MPE is allowed) and must build (patches, MediaLocations and their Secrets):
+            # otherwise nothing is created, and the Task says why and retries.
             | active.job_pending.to(None, cond="job_unmakeable", on="report_job_unmakeable")
+            | active.job_pending.to(
+                None, cond="job_inputs_unusable", on="report_job_inputs_unusable"
+            )
+            # Helper data beyond what a Secret holds can never be made: the Task fails at once.
+            | active.job_pending.to(
+                terminated.failed, cond="helper_data_too_large", on="note_helper_data_too_large"
+            )
             | active.job_pending.to(active.running, before="create_job_and_secret")
             # Terminal housekeeping, one step per pass, only once the outcome is durable (D18:
             # entering Terminated ends the pass); the next pass comes from the Job's own event

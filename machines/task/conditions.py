@@ -28,8 +28,8 @@ JOB_SUSPENDED: Final = "JobSuspended"
 """The reason of `Ready=False` while the Job is held by `spec.suspend`."""
 
 JOB_PODS_REFUSED: Final = "JobPodsRefused"
-"""The reason of `Ready=False` while the Job's pods are refused; of `Failed` once that lasted
-the whole `--job-pods-refused-timeout`."""
+"""The reason of `Ready=False` while the Job's pods are refused or cannot start; of `Failed` once
+that lasted the whole `--job-pods-refused-timeout`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,8 @@ class TerminalReason(enum.Enum):
     WORKFLOW_TERMINATED = "WorkflowTerminated"
     JOB_LOST = "JobLost"
     JOB_PODS_REFUSED = "JobPodsRefused"
+    HELPER_DATA_TOO_LARGE = "HelperDataTooLarge"
+    HELPER_DATA_NOT_CREATED = "HelperDataNotCreated"
 
 
 def compute_conditions(

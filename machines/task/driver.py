@@ -76,6 +76,9 @@ VERDICT_NAMES: Final = (
     "report_workflow_missing",
     "report_input_unusable",
     "report_job_unmakeable",
+    "report_job_inputs_unusable",
+    "note_helper_data_too_large",
+    "note_helper_secret_overdue",
     "wait_for_mpe_client",
     "wait_for_mpe_client_quietly",
     "report_mpe_unavailable",
@@ -98,8 +101,9 @@ VERDICT_NAMES: Final = (
 MPE_UNAVAILABLE_MESSAGE: Final = "MediaProcessingEntity does not exist or is not ready"
 
 POD_CHECK_SECONDS: Final = 10.0
-"""How soon a Running Task whose Job has no pods is looked at again (a refusal of its pods is an
-Event, which no watch of the controller delivers)."""
+"""How soon a Running Task none of whose Job's pods is ready is looked at again (a refusal of its
+pods is an Event, a pod that cannot start is a pod status; no watch of the controller delivers
+either)."""
 
 WAIT_MPE_CLIENT: Final = "mpe_client"
 """`PassOutcome.waiting_on` of a Task waiting for its MPE's client to be set up (the MPE's
@@ -122,7 +126,9 @@ class _PassRecord(PassRecord):
         )
 
     def note_job_failed(self) -> None:
-        self.note_outcome(TerminalReason.JOB_FAILED, f"Job {self.observation.job_name} failed")
+        obs = self.observation
+        why = f": {obs.job_failure}" if obs.job_failure else ""
+        self.note_outcome(TerminalReason.JOB_FAILED, f"Job {obs.job_name} failed{why}")
 
     def note_workflow_terminated(self) -> None:
         self.note_outcome(
@@ -163,6 +169,23 @@ class _PassRecord(PassRecord):
 
     def report_job_unmakeable(self) -> None:
         self.report(self.observation.job_unmakeable, "report_job_unmakeable")
+
+    def report_job_inputs_unusable(self) -> None:
+        self.report(self.observation.job_inputs_problem, "report_job_inputs_unusable")
+
+    def note_helper_data_too_large(self) -> None:
+        self.note_outcome(
+            TerminalReason.HELPER_DATA_TOO_LARGE, self.observation.helper_data_too_large
+        )
+
+    def note_helper_secret_overdue(self) -> None:
+        obs = self.observation
+        self.note_outcome(
+            TerminalReason.HELPER_DATA_NOT_CREATED,
+            f"the helper-data Secret of Job {obs.job_name} could not be created until "
+            "--job-pods-refused-timeout ran out (the Job is deleted, so none of its pods waits "
+            "for it); the last error is in the Task's ReconcileError Events",
+        )
 
     def _mpe_message(self) -> str:
         obs = self.observation
@@ -218,7 +241,7 @@ class _PassRecord(PassRecord):
 
     def note_job_pods_refused(self) -> None:
         obs = self.observation
-        message = f"the pods of Job {obs.job_name} are refused: {obs.job_pods_refused}"
+        message = f"the pods of Job {obs.job_name} do not run: {obs.job_pods_refused}"
         self.detail = ReadyReason(JOB_PODS_REFUSED, message)
         if obs.ready_reason != JOB_PODS_REFUSED:
             self.note_event(WARNING, JOB_PODS_REFUSED, message)
@@ -227,7 +250,7 @@ class _PassRecord(PassRecord):
         obs = self.observation
         self.note_outcome(
             TerminalReason.JOB_PODS_REFUSED,
-            f"the pods of Job {obs.job_name} were refused until --job-pods-refused-timeout ran "
+            f"the pods of Job {obs.job_name} did not run until --job-pods-refused-timeout ran "
             f"out: {obs.job_pods_refused}",
         )
 

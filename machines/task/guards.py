@@ -126,9 +126,26 @@ class ObservationGuards:
             and observation.job_pods_refused_left <= 0
         )
 
-    def job_without_pods(self, observation: TaskObservation) -> bool:
-        """The Job runs but has no pods yet (their creation may be refused)."""
-        return observation.job_without_pods and observation.job is JobState.ACTIVE
+    def job_pods_waiting(self, observation: TaskObservation) -> bool:
+        """The Job runs but none of its pods is ready yet (their creation may be refused, or
+        they may be unable to start)."""
+        return observation.job_pods_waiting and observation.job is JobState.ACTIVE
+
+    def job_inputs_unusable(self, observation: TaskObservation) -> bool:
+        """The Job and its helper data cannot be built from the Task's inputs now (a missing
+        MediaLocation Secret may yet appear): nothing is created, the Task says why and
+        retries."""
+        return bool(observation.job_inputs_problem)
+
+    def helper_data_too_large(self, observation: TaskObservation) -> bool:
+        """The helper data exceeds what a Secret holds: no retry can make it, so nothing is
+        created and the Task fails at once."""
+        return bool(observation.helper_data_too_large)
+
+    def helper_secret_overdue(self, observation: TaskObservation) -> bool:
+        """The Job was made but its helper Secret was not, for the whole
+        ``--job-pods-refused-timeout``: its pods wait for a Secret that is not coming."""
+        return observation.job_unfinished and observation.job_pending_left <= 0
 
     def job_succeeded(self, observation: TaskObservation) -> bool:
         """The Job succeeded (`Complete` or `SuccessCriteriaMet` True)."""

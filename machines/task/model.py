@@ -45,10 +45,13 @@ GUARD_NAMES: Final = (
     "job_unrecorded",
     "job_pods_refused",
     "job_pods_refused_for_good",
-    "job_without_pods",
+    "job_pods_waiting",
     "job_suspended",
     "job_resumed",
     "job_unmakeable",
+    "job_inputs_unusable",
+    "helper_data_too_large",
+    "helper_secret_overdue",
     "job_succeeded",
     "job_failed",
     "job_vanished",
@@ -145,8 +148,8 @@ class TaskLifecycleModel(Protocol):
         """The Job's pods have been refused for the whole timeout."""
         ...
 
-    def job_without_pods(self, observation: TaskObservation) -> bool:
-        """The Job runs but has no pods yet."""
+    def job_pods_waiting(self, observation: TaskObservation) -> bool:
+        """The Job runs but none of its pods is ready yet."""
         ...
 
     def job_suspended(self, observation: TaskObservation) -> bool:
@@ -159,6 +162,18 @@ class TaskLifecycleModel(Protocol):
 
     def job_unmakeable(self, observation: TaskObservation) -> bool:
         """What the Job would be made from does not allow it (Function, its kind, local-only)."""
+        ...
+
+    def job_inputs_unusable(self, observation: TaskObservation) -> bool:
+        """The Job and its helper data cannot be built from the Task's inputs now."""
+        ...
+
+    def helper_data_too_large(self, observation: TaskObservation) -> bool:
+        """The helper data exceeds what a Secret holds."""
+        ...
+
+    def helper_secret_overdue(self, observation: TaskObservation) -> bool:
+        """The Job exists, its helper Secret has not been made for the whole timeout."""
         ...
 
     def job_succeeded(self, observation: TaskObservation) -> bool:

@@ -165,26 +165,37 @@ class TaskObservation:
         default=False,
         metadata=_doc("That Job carries the `engine.nagare.media/job-protection` finalizer."),
     )
+    job_failure: str = field(
+        default="",
+        metadata=_doc(
+            "A failed Job's own account of why (`reason: message` of its `Failed` or "
+            "`FailureTarget` condition, e.g. `BackoffLimitExceeded: ...`); `\"\"` otherwise."
+        ),
+    )
     job_pods_refused: str = field(
         default="",
         metadata=_doc(
-            "Why the Job has no pods although it should (its latest `FailedCreate` Event: Pod "
-            'Security, an admission policy, a quota); `""` when it has pods, finished, or is '
-            "suspended."
+            "Why the Job's pods do not run although they should: its latest `FailedCreate` "
+            "Event (Pod Security, an admission policy, a quota refused them), or a pod that "
+            "cannot start (an image that cannot be pulled, a ConfigMap or Secret it needs "
+            'missing, a volume that cannot be mounted); `""` when its pods run, it finished, '
+            "or it is suspended."
         ),
     )
     job_pods_refused_left: float = field(
         default=0.0,
         metadata=_doc(
-            "Seconds the Task still waits for its Job's pods to be allowed before it fails "
-            "(`--job-pods-refused-timeout` minus the time since the first refusal; 0 once over)."
+            "Seconds the Task still waits for its Job's pods to be allowed or to start before "
+            "it fails (`--job-pods-refused-timeout` minus the time since the first refusal, or "
+            "since the pod that cannot start was made; 0 once over)."
         ),
     )
-    job_without_pods: bool = field(
+    job_pods_waiting: bool = field(
         default=False,
         metadata=_doc(
-            "The Job runs (not suspended, no outcome) but has no pods: looked at again soon, so "
-            "a refusal is noticed without waiting for the resync."
+            "The Job runs (not suspended, no outcome) but none of its pods is ready (none made "
+            "yet, or none started): looked at again soon, so a refusal or a pod that cannot "
+            "start is noticed without waiting for the resync."
         ),
     )
     job_unmakeable: str = field(
@@ -193,6 +204,30 @@ class TaskObservation:
             "Why no Job can be made for the Task (its Function is missing or not a Function, "
             'or it runs on local MPEs only and the MPE is remote); `""` when one can, or '
             "when the Task is not about to make one."
+        ),
+    )
+    job_inputs_problem: str = field(
+        default="",
+        metadata=_doc(
+            "Why the Job and its helper data cannot be built from the Task's inputs now (a "
+            "template patch that does not apply, a MediaLocation or its Secret missing); "
+            '`""` when they can, or when the Task is not about to make a Job.'
+        ),
+    )
+    helper_data_too_large: str = field(
+        default="",
+        metadata=_doc(
+            "Why the helper data cannot be a Secret at all: its size against the 1 MiB a "
+            'Secret holds (docs/security.md, "Limits"); `""` when it fits, or when the Task '
+            "is not about to make a Job."
+        ),
+    )
+    job_pending_left: float = field(
+        default=float("inf"),
+        metadata=_doc(
+            "For a JobPending Task whose Job exists (its helper Secret is not made yet): "
+            "seconds until that has lasted `--job-pods-refused-timeout` since the Job was "
+            "made (0 once over; infinite otherwise, or with the timeout 0)."
         ),
     )
     job_ref_uid: str = field(

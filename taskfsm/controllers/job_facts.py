@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from machines.task.job_status import interpret_job_conditions
+from machines.task.job_status import interpret_job_conditions, job_failure
 from machines.task.observation import JobState
 from taskfsm.api import constants as c
 
@@ -27,6 +27,8 @@ class JobFacts:
     uid: str = ""
     terminating: bool = False
     protected: bool = False
+    failure: str = ""
+    """A failed Job's reason and message (:func:`machines.task.job_status.job_failure`)."""
 
 
 ABSENT = JobFacts()
@@ -38,8 +40,11 @@ def job_facts(job: dict[str, Any] | None) -> JobFacts:
     if job is None:
         return ABSENT
     meta = job.get("metadata") or {}
+    conditions = (job.get("status") or {}).get("conditions")
+    state = interpret_job_conditions(conditions)
     return JobFacts(
-        state=interpret_job_conditions((job.get("status") or {}).get("conditions")),
+        state=state,
+        failure=job_failure(conditions) if state is JobState.FAILED else "",
         uid=meta.get("uid") or "",
         terminating=bool(meta.get("deletionTimestamp")),
         protected=c.FINALIZER_JOB_PROTECTION in (meta.get("finalizers") or []),

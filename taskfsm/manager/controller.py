@@ -42,8 +42,8 @@ from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.clusters.waiters import MpeWaiters
 from taskfsm.controllers.mpe.reconciler import MpeReconciler, mpe_key_string, parse_mpe_key
 from taskfsm.controllers.result import Result
-from taskfsm.controllers.task.effects import JobSettings
 from taskfsm.controllers.task.index import TaskIndex, task_key
+from taskfsm.controllers.task.inputs import JobSettings
 from taskfsm.controllers.task.orphans import OrphanCollector
 from taskfsm.controllers.task.reconciler import MpeSignals, build_reconciler
 from taskfsm.controllers.task.seen_jobs import SeenJobs

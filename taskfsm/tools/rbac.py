@@ -103,8 +103,16 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
         ("",),
         ("events",),
         ("list",),
-        "the FailedCreate Events of a running Job without pods: why its pods are refused (Pod "
-        "Security, an admission policy, a quota)",
+        "the FailedCreate Events of a running Job without pods, and the FailedMount Events of "
+        "its pod that cannot start: why its pods are refused (Pod Security, an admission "
+        "policy, a quota) or wait (a volume, such as a Secret, that is not there)",
+    ),
+    Rule(
+        ("",),
+        ("pods",),
+        ("list",),
+        "the pods of a running Job none of whose pods is ready (by its UID label): why they "
+        "cannot start (an image that cannot be pulled, a ConfigMap or Secret they need)",
     ),
 )
 """Rules on namespaced objects: a ClusterRole by default (Tasks and local MediaProcessingEntities

@@ -50,6 +50,7 @@ _EXPECT_KEYS = {
     "reason",
     "conditions",
     "message",
+    "reason_message",
     "quiet",
     "stamped",
     "finalized",
@@ -269,6 +270,10 @@ def _check_expectations(
     assert reason == expect.get("reason"), f"{where}: reason {reason!r}"
     if "message" in expect:
         assert outcome.message == expect["message"], f"{where}: message {outcome.message!r}"
+    if "reason_message" in expect:
+        assert outcome.reason_message == expect["reason_message"], (
+            f"{where}: reason message {outcome.reason_message!r}"
+        )
     # A quiet wait leaves status.message as stored (a finished Task's housekeeping).
     assert outcome.waiting_quietly is bool(expect.get("quiet", False)), f"{where}: quiet"
     if "conditions" in expect:

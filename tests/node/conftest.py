@@ -10,7 +10,6 @@ containers. A host that cannot run a node fails the tier with what it lacks; not
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +18,8 @@ import pytest
 from taskfsm.kube.client import ApiClient
 from taskfsm.kube.rest import NAMESPACES, Rest
 from taskfsm_dev.node import RealCluster
-from tests.support import oci_image
-
-RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
-"""The Pod Security label every namespace of the tier carries: what runs there is admitted at
-the ``restricted`` level, the controller's Pod and the Tasks' pods alike."""
+from tests.support import installs, oci_image
+from tests.support.installs import fresh_namespace
 
 
 @pytest.fixture(scope="session")
@@ -57,18 +53,37 @@ def controller_image(node_cluster: RealCluster, tmp_path_factory: pytest.TempPat
     return archive.reference
 
 
-def fresh_namespace(api: ApiClient, prefix: str, labels: dict[str, str] | None = None) -> str:
-    """A new namespace of the node's cluster, labelled Pod Security ``restricted``."""
-    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    Rest(api).create(
-        NAMESPACES, None, {"metadata": {"name": name, "labels": {**RESTRICTED, **(labels or {})}}}
-    )
-    return name
-
-
 @pytest.fixture
 def tenant_namespace(node_admin: ApiClient) -> Iterator[str]:
     """A tenant's namespace (Pod Security ``restricted``), deleted after the test."""
     name = fresh_namespace(node_admin, "tenant")
     yield name
     Rest(node_admin).delete(NAMESPACES, None, name)
+
+
+@pytest.fixture(scope="module")
+def installed_controller(
+    request: pytest.FixtureRequest,
+    node_admin: ApiClient,
+    node_kubeconfig: Path,
+    controller_image: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[installs.Installed]:
+    """The chart installed once for the module, with the module's ``CONTROLLER_VALUES``, and
+    Available; uninstalled after its last test (one controller at a time: the releases share
+    their cluster-scoped names)."""
+    values = getattr(request.module, "CONTROLLER_VALUES", {})
+    namespace = fresh_namespace(node_admin, "taskfsm")
+    done = installs.helm_install(
+        node_kubeconfig,
+        image=controller_image,
+        namespace=namespace,
+        values=values,
+        work=tmp_path_factory.mktemp("helm"),
+    )
+    try:
+        done.wait_available()
+        yield done
+    finally:
+        done.uninstall()
+        Rest(node_admin).delete(NAMESPACES, None, namespace)

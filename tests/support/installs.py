@@ -7,14 +7,21 @@ project's kubectl and helm (:mod:`tests.support.kubetools`), then waited for as 
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from taskfsm.kube.client import ApiClient
+from taskfsm.kube.rest import NAMESPACES, Rest
 from taskfsm.tools import rbac
 from tests.support import kubetools
+
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
+"""The Pod Security label every namespace of the tier carries: what runs there is admitted at
+the ``restricted`` level, the controller's Pod and the Tasks' pods alike."""
 
 CHART = "deploy/chart"
 ROLLOUT_TIMEOUT = 180
@@ -105,3 +112,12 @@ def kustomize_install(kubeconfig: Path) -> Installed:
     comes with it)."""
     kubetools.run("kubectl apply -k deploy/", kubeconfig)
     return Installed("kustomize", rbac.NAMESPACE, "taskfsm-controller", kubeconfig)
+
+
+def fresh_namespace(api: ApiClient, prefix: str, labels: dict[str, str] | None = None) -> str:
+    """A new namespace of the node's cluster, labelled Pod Security ``restricted``."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    Rest(api).create(
+        NAMESPACES, None, {"metadata": {"name": name, "labels": {**RESTRICTED, **(labels or {})}}}
+    )
+    return name

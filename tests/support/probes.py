@@ -63,6 +63,13 @@ def failed_reason(task: dict[str, Any]) -> str:
     )
 
 
+def failed_message(task: dict[str, Any]) -> str:
+    """The message of a Failed Task's ``Failed`` condition (why it failed)."""
+    return next(
+        x.get("message") or "" for x in task["status"]["conditions"] if x["type"] == "Failed"
+    )
+
+
 def warnings(probe: Probe, name: str) -> list[str]:
     """``reason: note`` of every Warning Event of Task ``name``."""
     return [

@@ -24,34 +24,22 @@ section.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from machines.task.guards import ObservationGuards
 from machines.task.observation import TaskObservation
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import format_time
-from taskfsm.build import helperdata, jobs, selection
+from taskfsm.build import jobs, selection
 from taskfsm.kube.rest import JOBS, SECRETS
 
 if TYPE_CHECKING:
-    from taskfsm.api.config import NatsConfiguration
     from taskfsm.controllers.clusters.cluster import MpeCluster
     from taskfsm.controllers.task.jobsite import JobSite
     from taskfsm.controllers.task.seen_jobs import SeenJobs
     from taskfsm.controllers.task.store import TaskStore
     from taskfsm.controllers.task.work import TaskWork
     from taskfsm.kube.cache import Caches
-
-
-@dataclass(frozen=True)
-class JobSettings:
-    """What every Job and its helper data carry from the process configuration."""
-
-    ttl_seconds: int = c.JOB_TTL_SECONDS_AFTER_FINISHED
-    """The Jobs' ``ttlSecondsAfterFinished`` (§1.13)."""
-    nats: NatsConfiguration | None = None
-    """The NATS settings copied into every payload."""
 
 
 class TaskEffects(ObservationGuards):
@@ -65,7 +53,6 @@ class TaskEffects(ObservationGuards):
         jobs: JobSite,
         catalog: Caches,
         seen: SeenJobs,
-        settings: JobSettings,
         job_made: Callable[[dict[str, Any], dict[str, Any]], None] = lambda _task, _job: None,
     ) -> None:
         self.work = work
@@ -73,7 +60,6 @@ class TaskEffects(ObservationGuards):
         self.jobs = jobs
         self.catalog = catalog
         self.seen = seen
-        self.settings = settings
         self.job_made = job_made
 
     # -- metadata --------------------------------------------------------------------------------
@@ -183,38 +169,18 @@ class TaskEffects(ObservationGuards):
 
         ``AlreadyExists`` adopts the object when it carries this Task's labels, so a retried
         pass (lost status write, stale read, crash) never makes a second Job or Secret. The
-        chart has checked that a Job may be made (`job_unmakeable`).
+        chart has checked that a Job may be made (`job_unmakeable`) and that what it is made
+        from was built and fits (`job_inputs_unusable`, `helper_data_too_large`): the read
+        built it before anything is created (:mod:`taskfsm.controllers.task.inputs`).
         """
         work = self.work
         self.store.write_metadata(work)
         world = work.pass_world
         cluster = self._cluster()
         task = work.task
-        if world.workflow is None:
-            raise RuntimeError(f"failed to fetch Workflow: {observation.workflow_name}")
-        function = selection.job_function(task, self.catalog)
-        template = selection.task_template(
-            task.get("spec") or {}, task["metadata"]["namespace"], self.catalog
-        )
-        # Everything that can fail on the Task's own inputs (template patches, MediaLocations and
-        # their Secrets) is built before anything is created: a Task that cannot run leaves no
-        # Job behind, least of all one whose pods wait for a Secret that never comes (D5, F9).
-        body = jobs.build_job(
-            ttl_seconds=self.settings.ttl_seconds,
-            task=task,
-            function=function,
-            task_template=template,
-            namespace=cluster.namespace,
-        )
-        payload = helperdata.build_payload(
-            task=task,
-            workflow=world.workflow,
-            function=function,
-            task_template=template,
-            catalog=self.catalog,
-            read_secret=self.store.secret,
-            nats=self.settings.nats,
-        )
+        inputs = world.job_inputs
+        if inputs is None:  # the observation said the inputs were built; the read disagrees
+            raise RuntimeError(f"the inputs of Job {observation.job_name} were not read")
         job = world.job
         if job is not None and not jobs.owns(job, task):
             raise RuntimeError(
@@ -222,13 +188,13 @@ class TaskEffects(ObservationGuards):
                 "and does not belong to this Task"
             )
         if job is None:
-            job = self.jobs.create_or_adopt(cluster, JOBS, body, task)
+            job = self.jobs.create_or_adopt(cluster, JOBS, inputs.body, task)
             world.job = work.made_job = job
             # This reconcile goes on with the Job it made: its ADDED event is no news.
             self.jobs.remember(cluster, job, known=True)
             self.seen.saw(task["metadata"].get("uid") or "", job["metadata"]["name"])
             self.job_made(task, job)
-        secret = jobs.build_secret(task=task, job=job, payload=payload)
+        secret = jobs.build_secret(task=task, job=job, payload=inputs.payload)
         existing = self.jobs.create_or_adopt(cluster, SECRETS, secret, task)
         owners = (existing.get("metadata") or {}).get("ownerReferences") or []
         if not any(o.get("uid") == job["metadata"]["uid"] for o in owners):

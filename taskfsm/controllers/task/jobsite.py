@@ -10,19 +10,50 @@ reconcile that made them knew them (:meth:`JobSite.remember`).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
 
 from taskfsm.api import constants as c
+from taskfsm.api.timestamps import parse_time
 from taskfsm.build import jobs
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.kube import finalizers
 from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
-from taskfsm.kube.rest import CORE_EVENTS, JOBS, SECRETS, Resource
+from taskfsm.kube.rest import CORE_EVENTS, JOBS, PODS, SECRETS, Resource
 from taskfsm.kube.transforms import job_transform
 
 log = logging.getLogger(__name__)
+
+JOB_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
+"""The label the Job controller puts on a Job's pods: the Job's UID."""
+START_FAILURES: Final = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+"""Waiting reasons of a container that will not start by waiting (the kubelet retries, but
+what is missing stays missing until someone adds it)."""
+MOUNT_GRACE_SECONDS: Final = 30.0
+"""A pod younger than this is not judged by its ``FailedMount`` Events: the helper Secret is
+made just after the Job, and the kubelet's first mount may come before it."""
+PODS_LOOKED_AT: Final = 5
+"""At most this many of a Job's pods are read per look (a Job's pods fail alike)."""
+
+
+@dataclass(frozen=True)
+class PodTrouble:
+    """Why a Job's pods do not run, and since when."""
+
+    message: str
+    since: datetime
 
 
 class JobSite:
@@ -62,19 +93,78 @@ class JobSite:
             self.caches.written.gone(self._key(cluster, namespace, name))
             return None
 
-    def refusals(self, cluster: MpeCluster, job: dict[str, Any]) -> list[dict[str, Any]]:
-        """The ``FailedCreate`` Events of ``job`` (why its pods are refused): one LIST; [] when
-        there are none or they cannot be read (a remote cluster's credentials may not list
-        Events)."""
+    def refusal(
+        self, cluster: MpeCluster, job: dict[str, Any], *, now: datetime
+    ) -> PodTrouble | None:
+        """Why ``job``'s pods are refused: its latest ``FailedCreate`` Event, since the first
+        (one LIST); None when there is none or Events cannot be read (a remote cluster's
+        credentials may not list Events)."""
         meta = job.get("metadata") or {}
+        events = self._events(
+            cluster,
+            meta.get("namespace") or cluster.namespace,
+            f"involvedObject.uid={meta.get('uid')},reason=FailedCreate",
+        )
+        return _latest(events, now, "pod creation failed")
+
+    def pods_not_starting(
+        self, cluster: MpeCluster, job: dict[str, Any], *, now: datetime
+    ) -> PodTrouble | None:
+        """Why ``job``'s pods cannot start: a container waiting for a reason that does not pass
+        by itself (:data:`START_FAILURES`: an image that cannot be pulled, a ConfigMap or Secret
+        it needs missing), since the pod was made; or, for a pod older than
+        :data:`MOUNT_GRACE_SECONDS` still creating its containers, its latest ``FailedMount``
+        Event (a volume, such as a Secret, that is not there), since the first. One LIST of
+        the Job's pods (its UID label), and one of a waiting pod's Events; None when nothing
+        says so, or when they cannot be read."""
+        meta = job.get("metadata") or {}
+        namespace = meta.get("namespace") or cluster.namespace
         try:
             listed = cluster.rest.list(
-                CORE_EVENTS,
-                meta.get("namespace") or cluster.namespace,
-                field_selector=f"involvedObject.uid={meta.get('uid')},reason=FailedCreate",
+                PODS,
+                namespace,
+                label_selector=f"{JOB_UID_LABEL}={meta.get('uid')}",
+                limit=PODS_LOOKED_AT,
             )
         except KubeError as exc:
-            log.debug("could not read the Job's Events", extra={"error": str(exc)})
+            log.debug("could not read the Job's pods", extra={"error": str(exc)})
+            return None
+        for pod in listed.get("items") or []:
+            pod_meta = pod.get("metadata") or {}
+            made = parse_time(pod_meta.get("creationTimestamp")) or now
+            status = pod.get("status") or {}
+            containers = [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]
+            for container in containers:
+                waiting = (container.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") in START_FAILURES:
+                    message = (
+                        f"pod {pod_meta.get('name')}: container {container.get('name')}: "
+                        f"{waiting['reason']}: {waiting.get('message') or 'cannot start'}"
+                    )
+                    return PodTrouble(message, made)
+            if (now - made).total_seconds() >= MOUNT_GRACE_SECONDS and not any(
+                (c.get("state") or {}).get("running") or (c.get("state") or {}).get("terminated")
+                for c in containers
+            ):
+                events = self._events(
+                    cluster,
+                    namespace,
+                    f"involvedObject.uid={pod_meta.get('uid')},reason=FailedMount",
+                )
+                trouble = _latest(events, now, "a volume cannot be mounted")
+                if trouble is not None:
+                    message = f"pod {pod_meta.get('name')}: {trouble.message}"
+                    return PodTrouble(message, trouble.since)
+        return None
+
+    def _events(self, cluster: MpeCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
+        try:
+            listed = cluster.rest.list(CORE_EVENTS, namespace, field_selector=selector)
+        except KubeError as exc:
+            log.debug("could not read Events", extra={"error": str(exc)})
             return []
         return list(listed.get("items") or [])
 
@@ -180,3 +270,26 @@ class JobSite:
         updated = finalizers.remove(cluster.rest, JOBS, job, c.FINALIZER_JOB_PROTECTION)
         if updated is not None:
             self.remember(cluster, updated, known=known)
+
+
+def _latest(events: list[dict[str, Any]], now: datetime, fallback: str) -> PodTrouble | None:
+    """The latest of ``events``' messages, since the first of them (None: no Event)."""
+    if not events:
+        return None
+    stamps = [_event_time(e, "first") for e in events]
+    first = min((t for t in stamps if t is not None), default=now)
+    latest = max(events, key=lambda e: _event_time(e, "last") or first)
+    return PodTrouble(str(latest.get("message") or fallback), first)
+
+
+def _event_time(event: dict[str, Any], which: str) -> datetime | None:
+    """A core Event's first (``firstTimestamp``, else ``eventTime``) or last (``lastTimestamp``,
+    else the series' last observation, else ``eventTime``) occurrence."""
+    if which == "first":
+        value = event.get("firstTimestamp") or event.get("eventTime")
+    else:
+        series = event.get("series") or {}
+        value = (
+            event.get("lastTimestamp") or series.get("lastObservedTime") or event.get("eventTime")
+        )
+    return parse_time(str(value)[:19] + "Z") if value else None

@@ -9,6 +9,7 @@ compares, so a Task is woken exactly when a fact it observes changes.
 
 from __future__ import annotations
 
+from math import inf
 from typing import Any
 
 from machines.conditions import Condition
@@ -57,12 +58,16 @@ def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
         job_protected=facts.protected,
         job_pods_refused=world.pods_refused,
         job_pods_refused_left=world.pods_refused_left,
-        job_without_pods=(
+        job_failure=facts.failure,
+        job_pods_waiting=(
             world.cluster is not None
             and facts.state is JobState.ACTIVE
-            and not ((world.job or {}).get("status") or {}).get("active")
+            and not ((world.job or {}).get("status") or {}).get("ready")
         ),
         job_unmakeable=world.job_unmakeable,
+        job_inputs_problem=world.job_inputs_problem,
+        helper_data_too_large=world.helper_data_too_large,
+        job_pending_left=world.job_pending_left if facts.state is not JobState.ABSENT else inf,
         job_ref_uid=job_ref.get("uid") or "",
         job_was_seen=world.job_was_seen,
         cleanup_wait_left=world.cleanup_wait_left,

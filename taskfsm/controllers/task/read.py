@@ -28,7 +28,8 @@ from taskfsm.build import jobs, selection
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.job_facts import job_facts
-from taskfsm.controllers.task.jobsite import JobSite
+from taskfsm.controllers.task.inputs import InputsUnusable, JobSettings, build_inputs, too_large
+from taskfsm.controllers.task.jobsite import JobSite, PodTrouble
 from taskfsm.controllers.task.observe import own_mpe_ref, workflow_state
 from taskfsm.controllers.task.seen_jobs import SeenJobs
 from taskfsm.controllers.task.store import TaskStore
@@ -56,7 +57,9 @@ class TaskReader:
         cleanup_timeout: seconds a deleting Task waits for its MPE to answer again (counted
             while it does not).
         job_pods_refused_timeout: seconds a Running Task waits while its Job's pods are refused
+            or cannot start, and a JobPending Task whose Job exists waits for its helper Secret
             (0: for ever).
+        job_settings: what every Job and its helper data carry (``taskfsm run``'s settings).
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class TaskReader:
         clock: Callable[[], datetime],
         cleanup_timeout: float,
         job_pods_refused_timeout: float,
+        job_settings: JobSettings | None = None,
     ) -> None:
         self.store = store
         self.caches = caches
@@ -79,6 +83,7 @@ class TaskReader:
         self.clock = clock
         self.cleanup_timeout = cleanup_timeout
         self.job_pods_refused_timeout = job_pods_refused_timeout
+        self.job_settings = job_settings or JobSettings()
 
     def read(self, work: TaskWork) -> TaskWorld:
         """What the next pass of ``work``'s Task needs (no write to any cluster)."""
@@ -149,7 +154,33 @@ class TaskReader:
             world.job_unmakeable = selection.job_refusal(
                 task, self.caches, remote=world.cluster.remote
             )
+            if not world.job_unmakeable and world.workflow is not None:
+                self._inputs(world, world.cluster)
         return world
+
+    def _inputs(self, world: TaskWorld, cluster: MpeCluster) -> None:
+        """What the Job would be made from, built before anything is created; for a Job that
+        exists already (made by an earlier pass whose Secret or status write failed), the
+        seconds left of ``job_pods_refused_timeout`` since it was made."""
+        assert world.workflow is not None
+        try:
+            world.job_inputs = build_inputs(
+                world.task,
+                world.workflow,
+                catalog=self.caches,
+                read_secret=self.store.secret,
+                namespace=cluster.namespace,
+                settings=self.job_settings,
+            )
+        except InputsUnusable as exc:
+            world.job_inputs_problem = str(exc)
+        else:
+            world.helper_data_too_large = too_large(world.job_inputs)
+        if world.job is not None and self.job_pods_refused_timeout > 0:
+            made = parse_time((world.job.get("metadata") or {}).get("creationTimestamp"))
+            if made is not None:
+                waited = (self.clock() - made).total_seconds()
+                world.job_pending_left = max(0.0, self.job_pods_refused_timeout - waited)
 
     def _job(
         self, work: TaskWork, cluster: MpeCluster, name: str, namespace: str, read: JobRead
@@ -172,34 +203,40 @@ class TaskReader:
         return self.jobs.fetch(cluster, cluster.namespace, name)
 
     def _pods(self, world: TaskWorld, cluster: MpeCluster, job: dict[str, Any]) -> None:
-        """For a Job that runs without pods: why its pods are refused (its latest
-        ``FailedCreate`` Event, cut to :data:`REFUSAL_MESSAGE_MAX` characters) and the seconds
-        left of ``job_pods_refused_timeout`` since the first refusal.
+        """For a running Job none of whose pods is ready: why they do not run, cut to
+        :data:`REFUSAL_MESSAGE_MAX` characters, and the seconds left of
+        ``job_pods_refused_timeout`` since that began.
 
         A refusal of a Job's pods (Pod Security, an admission policy, a quota) shows nowhere
-        but in Events, which no watch of the controller delivers: one LIST of the Job's
-        ``FailedCreate`` Events, only while it runs without pods and is older than
-        :data:`POD_GRACE_SECONDS` (the Job controller makes pods within a second)."""
-        if job_facts(job).state is not JobState.ACTIVE or (job.get("status") or {}).get("active"):
+        but in Events, and a pod that cannot start only in its own status and Events; no watch
+        of the controller delivers either. So one LIST of the Job's ``FailedCreate`` Events
+        while it has no pods, or of its pods (and of a pod's ``FailedMount`` Events) while none
+        is ready; only for a Job older than :data:`POD_GRACE_SECONDS` (the Job controller makes
+        pods within a second), at the chart's pod-check pace (`schedule_pod_check`)."""
+        if job_facts(job).state is not JobState.ACTIVE:
+            return
+        status = job.get("status") or {}
+        if status.get("ready"):
             return
         created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
         now = self.clock()
         if created is None or (now - created).total_seconds() < POD_GRACE_SECONDS:
             return
-        events = self.jobs.refusals(cluster, job)
-        if not events:
+        trouble: PodTrouble | None
+        if status.get("active"):
+            trouble = self.jobs.pods_not_starting(cluster, job, now=now)
+        else:
+            trouble = self.jobs.refusal(cluster, job, now=now)
+        if trouble is None:
             return
-        stamps = [_event_time(e, "first") for e in events]
-        first = min((t for t in stamps if t is not None), default=now)
-        latest = max(events, key=lambda e: _event_time(e, "last") or first)
-        message = str(latest.get("message") or "pod creation failed")
+        message = trouble.message
         if len(message) > REFUSAL_MESSAGE_MAX:
             message = message[: REFUSAL_MESSAGE_MAX - 1] + "…"
         world.pods_refused = message
         if self.job_pods_refused_timeout <= 0:
             world.pods_refused_left = float("inf")
         else:
-            waited = (now - first).total_seconds()
+            waited = (now - trouble.since).total_seconds()
             world.pods_refused_left = max(0.0, self.job_pods_refused_timeout - waited)
 
     def _mpe(self, ref: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -225,16 +262,3 @@ class TaskReader:
         except selection.SelectionError:
             return None
         return ref
-
-
-def _event_time(event: dict[str, Any], which: str) -> datetime | None:
-    """A core Event's first (``firstTimestamp``, else ``eventTime``) or last (``lastTimestamp``,
-    else the series' last observation, else ``eventTime``) occurrence."""
-    if which == "first":
-        value = event.get("firstTimestamp") or event.get("eventTime")
-    else:
-        series = event.get("series") or {}
-        value = (
-            event.get("lastTimestamp") or series.get("lastObservedTime") or event.get("eventTime")
-        )
-    return parse_time(str(value)[:19] + "Z") if value else None

@@ -34,7 +34,8 @@ from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import MpeKey, key_of_ref
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.result import AT_ONCE, Result, is_transient, retry_after_of
-from taskfsm.controllers.task.effects import JobSettings, TaskEffects
+from taskfsm.controllers.task.effects import TaskEffects
+from taskfsm.controllers.task.inputs import JobSettings
 from taskfsm.controllers.task.jobsite import JobSite
 from taskfsm.controllers.task.observe import observe
 from taskfsm.controllers.task.orphans import OrphanCollector
@@ -223,6 +224,7 @@ def build_reconciler(
         clock=clock,
         cleanup_timeout=cleanup_timeout,
         job_pods_refused_timeout=job_pods_refused_timeout,
+        job_settings=job,
     )
 
     def job_made(task: dict[str, Any], made: dict[str, Any]) -> None:
@@ -240,7 +242,6 @@ def build_reconciler(
             jobs=jobsite,
             catalog=caches,
             seen=seen,
-            settings=job,
             job_made=job_made,
         )
 

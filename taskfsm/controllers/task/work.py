@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from taskfsm.controllers.clusters.cluster import MpeCluster
+    from taskfsm.controllers.task.inputs import JobInputs
 
 
 @dataclass
@@ -50,6 +51,11 @@ class TaskWorld:
     job_was_seen: bool = False
     cleanup_wait_left: float = 0.0
     job_unmakeable: str = ""
+    job_inputs: JobInputs | None = None
+    """What the Job is made from (read for a JobPending Task whose MPE is ready)."""
+    job_inputs_problem: str = ""
+    helper_data_too_large: str = ""
+    job_pending_left: float = float("inf")
 
 
 @dataclass

@@ -21,7 +21,7 @@ import pytest
 from taskfsm.api import constants as c
 from taskfsm.build import jobs
 from taskfsm.controllers.result import AT_ONCE
-from taskfsm.controllers.task.effects import JobSettings, TaskEffects
+from taskfsm.controllers.task.effects import TaskEffects
 from taskfsm.controllers.task.read import TaskReader
 from taskfsm.controllers.task.reconciler import MpeSignals, TaskReconciler
 from taskfsm.controllers.task.seen_jobs import SeenJobs
@@ -175,8 +175,11 @@ class FakeJobs:
             raise Forbidden("jobs.batch is forbidden: the token was revoked")
         return copy.deepcopy(self.server.get(name))
 
-    def refusals(self, cluster: Any, job: dict[str, Any]) -> list[dict[str, Any]]:
-        return []
+    def refusal(self, cluster: Any, job: dict[str, Any], *, now: Any) -> Any:
+        return None
+
+    def pods_not_starting(self, cluster: Any, job: dict[str, Any], *, now: Any) -> Any:
+        return None
 
     def remember(self, cluster: Any, job: dict[str, Any], *, known: bool = False) -> None:
         pass
@@ -276,7 +279,6 @@ class World:
                 jobs=self.jobs,  # type: ignore[arg-type]  # a fake port
                 catalog=self.catalog,  # type: ignore[arg-type]  # a fake port
                 seen=self.seen,
-                settings=JobSettings(),
             ),
             writer=TaskWriter(self.store, self.events),  # type: ignore[arg-type]  # fake ports
             signals=MpeSignals(wait=self._wait, recheck=self.rechecks.append),

@@ -13,8 +13,8 @@ import pytest
 from taskfsm.kube.client import ApiClient
 from taskfsm_dev import objects
 from taskfsm_dev.node import WORKLOAD_IMAGE
-from tests.node.conftest import RESTRICTED, fresh_namespace
 from tests.support import installs
+from tests.support.installs import RESTRICTED, fresh_namespace
 from tests.support.probes import Probe
 
 INSTALL_PATHS = ("helm", "kustomize")
