@@ -66,9 +66,7 @@ def job_failure(conditions: Iterable[Any] | None) -> str:
     """``reason: message`` of a failed Job's failure condition (`Failed` first, then
     `FailureTarget`: the Job controller's words, e.g. ``BackoffLimitExceeded: Job has reached the
     specified backoff limit``); ``""`` when no failure type is True."""
-    by_type = {
-        _field(c, "type"): c for c in conditions or () if str(_field(c, "status")) == "True"
-    }
+    by_type = {_field(c, "type"): c for c in conditions or () if str(_field(c, "status")) == "True"}
     for type_ in ("Failed", "FailureTarget"):
         condition = by_type.get(type_)
         if condition is not None:

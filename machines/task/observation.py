@@ -169,7 +169,7 @@ class TaskObservation:
         default="",
         metadata=_doc(
             "A failed Job's own account of why (`reason: message` of its `Failed` or "
-            "`FailureTarget` condition, e.g. `BackoffLimitExceeded: ...`); `\"\"` otherwise."
+            '`FailureTarget` condition, e.g. `BackoffLimitExceeded: ...`); `""` otherwise.'
         ),
     )
     job_pods_refused: str = field(
