@@ -32,7 +32,8 @@ deadline (docs/operations.md, "Request timeouts and retries"):
   :data:`RETRY_AFTER_BUDGET` seconds); otherwise the error carries ``retry_after`` for the caller;
 * a :data:`WriteGuard`, when set, is asked before every attempt of a write (POST, PUT, PATCH,
   DELETE) and refuses it unsent (:class:`~taskfsm.kube.errors.NotLeader`) when this replica
-  cannot show it holds the leader-election Lease.
+  cannot show it holds the leader-election Lease; a review (:attr:`Resource.review`) is a
+  question, not a write, and is not asked.
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
+    review: bool = False
+    """A review (TokenReview, SubjectAccessReview): a POST that asks the API server a question
+    and stores nothing, so the write guard lets it through (a stand-by replica answers
+    ``/metrics`` callers too)."""
 
     @property
     def api_version(self) -> str:
@@ -150,10 +155,15 @@ CORE_EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 TOKEN_REVIEWS = Resource(
-    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False, review=True
 )
 SUBJECT_ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+    "authorization.k8s.io",
+    "v1",
+    "subjectaccessreviews",
+    "SubjectAccessReview",
+    namespaced=False,
+    review=True,
 )
 CRDS = Resource(
     "apiextensions.k8s.io",
@@ -363,10 +373,11 @@ class Rest:
             headers["Content-Type"] = content_type or "application/json"
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
         label = _resource_label(res, path)
+        guarded = method in WRITE_VERBS and not res.review
         limit = deadline if deadline is not None else time.monotonic() + RETRY_AFTER_BUDGET
         retries, dropped = 0, False
         while True:
-            attempt_timeout = self._attempt_timeout(method, label, timeout, deadline)
+            attempt_timeout = self._attempt_timeout(method, label, timeout, deadline, guarded)
             try:
                 answer = self._send(
                     method, path, label, params, headers, body, stream, attempt_timeout, verb
@@ -390,13 +401,18 @@ class Rest:
                 self.sleep(wait)
 
     def _attempt_timeout(
-        self, method: str, label: str, timeout: tuple[float, float] | None, deadline: float | None
+        self,
+        method: str,
+        label: str,
+        timeout: tuple[float, float] | None,
+        deadline: float | None,
+        guarded: bool,
     ) -> Timeout:
         """The timeout of the next attempt: the deadline's remainder as one total (connect, TLS
         and answer together), else ``(connect, read)``; for a write, connecting may not outlast
         the write guard's permission. Raises when no time is left or the guard refuses."""
         allowed = None
-        if self.write_guard is not None and method in WRITE_VERBS:
+        if self.write_guard is not None and guarded:
             allowed = self.write_guard(method, label)  # raises NotLeader
         if deadline is not None:
             left = deadline - time.monotonic()

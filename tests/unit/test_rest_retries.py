@@ -16,7 +16,7 @@ from kubernetes import client
 
 from taskfsm.kube.client import KEEPALIVE_IDLE, configured
 from taskfsm.kube.errors import ConnectionDropped, NotLeader, Unavailable
-from taskfsm.kube.rest import LEASES, Rest
+from taskfsm.kube.rest import LEASES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, Rest
 
 Step = Callable[[BaseHTTPRequestHandler], None]
 
@@ -222,6 +222,20 @@ def test_a_refusing_write_guard_sends_nothing(server: Server, api: client.ApiCli
     assert rec.observed == []
     rest.get(LEASES, "ns", "l")
     assert [method for _, method in server.requests] == ["GET"]
+
+
+def test_reviews_pass_a_refusing_write_guard(server: Server, api: client.ApiClient, rec: Recorder):
+    """A TokenReview or SubjectAccessReview stores nothing: a stand-by replica, whose guard
+    refuses writes, still sends them (regression: its secure ``/metrics`` answered 503 to
+    every caller the Service routed to it)."""
+
+    def guard(method: str, resource: str) -> float:
+        raise NotLeader(f"not sending {method} {resource}")
+
+    rest = make_rest(api, rec, write_guard=guard)
+    for review in (TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS):
+        rest.request("POST", review, review.path(), body={"spec": {}})
+    assert [method for _, method in server.requests] == ["POST", "POST"]
 
 
 def test_connecting_for_a_write_may_not_outlast_the_guard(
