@@ -4,9 +4,11 @@
 #   scripts/setup.sh [demo]   `make demo`, `make bench`: uv (from PyPI), the locked Python
 #                             environment (.venv from uv.lock), graphviz (Debian) and the control
 #                             plane (tools/controlplane/build.sh)
-#   scripts/setup.sh test     `make test`: the above, then mmdebstrap, skopeo, podman (Debian), helm,
-#                             the Kueue manager, promtool (tools/*/build.sh) and the image's root
-#                             filesystem (tests/support/image.py). The tests would build each of
+#   scripts/setup.sh test     `make test`: the above, then mmdebstrap, skopeo, podman, and the real
+#                             node's containerd, runc, CNI plugins, conntrack, iptables (Debian),
+#                             helm, the Kueue manager, promtool, the node's kubelet, kube-proxy and
+#                             kube-scheduler (tools/*/build.sh) and the image's root filesystem
+#                             (tests/support/image.py). The tests would build each of
 #                             these on first use too; building them first keeps the build time
 #                             out of the tests' timeouts.
 #   scripts/setup.sh image    `make image`: uv, the environment, mmdebstrap and skopeo
@@ -60,13 +62,19 @@ fi
 # image's root filesystem) and skopeo (copies the image archive); for the tests, podman (loads
 # it), chromium (the headless browser tests/integration/test_ui.py and `make bench` drive
 # through Playwright; Playwright's own browser download is never used) and valgrind (the smoke
-# test of benchmarks/bench_http.py counts instructions per request with callgrind).
+# test of benchmarks/bench_http.py counts instructions per request with callgrind); and what the
+# real node of tests/node runs (taskfsm_dev/node.py: containerd, runc, the CNI bridge,
+# host-local and loopback plugins, conntrack and iptables for kube-proxy, ip for its veth pair).
 need=(dot:graphviz)
 [ "$purpose" = demo ] || need+=(mmdebstrap:mmdebstrap skopeo:skopeo)
-[ "$purpose" != test ] || need+=(podman:podman chromium:chromium valgrind:valgrind)
+[ "$purpose" != test ] || need+=(podman:podman chromium:chromium valgrind:valgrind
+  containerd:containerd runc:runc conntrack:conntrack iptables:iptables ip:iproute2
+  nsenter:util-linux /usr/lib/cni/bridge:containernetworking-plugins)
 missing=()
 for pair in "${need[@]}"; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  what=${pair%%:*}
+  if [ "${what:0:1}" = / ]; then [ -e "$what" ] && continue; fi
+  command -v "$what" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} (Debian packages, apt-get; usually under a minute)"
@@ -98,6 +106,13 @@ if [ "$purpose" = test ]; then
   step=$(date +%s)
   say "promtool (tools/promtool/build.sh; cached in ${TASKFSM_PROMTOOL_CACHE:-/var/cache/taskfsm-promtool})"
   say "promtool $(tools/promtool/build.sh) ($(elapsed "$step"))"
+  step=$(date +%s)
+  say "real node: kubelet, kube-proxy, kube-scheduler, the workload program (tools/node/build.sh; cached in ${TASKFSM_NODE_CACHE:-/var/cache/taskfsm-node})"
+  say "real node in $(tools/node/build.sh) ($(elapsed "$step"))"
+  # Services between pods on the node's bridge need the bridge netfilter hooks (best effort:
+  # the tests name what is still missing, taskfsm_dev/node.py missing_prerequisites).
+  [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] || modprobe br_netfilter 2>/dev/null \
+    || say "br_netfilter is not loaded and could not be (modprobe br_netfilter as root); tests/node will say so"
   # The image's root filesystem for tests/e2e/test_image.py (Debian packages + the Dockerfile's
   # steps; rebuilt only where its inputs changed).
   step=$(date +%s)

@@ -14,6 +14,7 @@ from taskfsm.kube.client import ApiClient
 from taskfsm_dev import objects
 from taskfsm_dev.node import WORKLOAD_IMAGE
 from tests.support import installs
+from tests.support.cluster import Cluster
 from tests.support.installs import RESTRICTED, fresh_namespace
 from tests.support.probes import Probe
 
@@ -82,12 +83,6 @@ def test_controller_pod_runs_as_installed_and_runs_a_task(
         ),
         objects.task("t", workflow_name="wf", function_name="show-data", mpe_name="m"),
     ):  # fmt: skip
-        probe.rest.create(_resource(obj), tenant_namespace, obj)
+        Cluster(node_admin, tenant_namespace).create(obj)
     task = probe.wait_phase("t", "Succeeded", timeout=120)
     assert task["status"]["jobRef"]["namespace"] == tenant_namespace
-
-
-def _resource(obj: dict) -> object:
-    from taskfsm.kube.resources import BY_KIND
-
-    return BY_KIND[obj["kind"]]
