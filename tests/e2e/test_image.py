@@ -22,7 +22,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from taskfsm.tools import deploygen
-from taskfsm_dev import objects
+from taskfsm_dev import objects, oci
 from taskfsm_dev.process import ControllerProcess
 from taskfsm_dev.waiting import wait_for
 from tests.support import image, oci_image
@@ -131,12 +131,12 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     assert result.sbom.parent == result.archive.parent
     assert result.reference == f"ghcr.io/nagare-media/taskfsm:{version}" == deploygen.image()
 
-    oci = f"oci-archive:{result.archive}:{result.tag}"
-    inspected = json.loads(_skopeo("inspect", oci))
+    archive_ref = f"oci-archive:{result.archive}:{result.tag}"
+    inspected = json.loads(_skopeo("inspect", archive_ref))
     assert inspected["Digest"] == result.manifest_digest
     assert (inspected["Architecture"], inspected["Os"]) == ("amd64", "linux")
     assert inspected["Labels"]["org.opencontainers.image.version"] == version
-    config = json.loads(_skopeo("inspect", "--config", oci))
+    config = json.loads(_skopeo("inspect", "--config", archive_ref))
     assert config["config"]["User"] == spec.user == "65532:65532"
     assert config["config"]["Entrypoint"] == list(spec.entrypoint)
     assert config["config"]["Cmd"] == list(spec.cmd) == ["run"]
@@ -166,7 +166,7 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     shutil.rmtree(runroot, ignore_errors=True)
 
     copied = tmp_path / "copied"
-    _skopeo("copy", oci, f"dir:{copied}")  # reads every blob and checks its digest
+    _skopeo("copy", archive_ref, f"dir:{copied}")  # reads every blob and checks its digest
     [layer] = inspected["Layers"]
     blob = copied / layer.removeprefix("sha256:")
     with tarfile.open(blob) as tar:

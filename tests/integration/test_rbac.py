@@ -202,6 +202,12 @@ def basics(engine, api_client, control_plane, namespace):
             templatePatches={"spec": {"template": {"metadata": {"labels": {REFUSE: "yes"}}}}},
         )
     )
+    # A Task whose pod never starts: the controller lists the Job's pods (the pods list rule) to
+    # say why none is ready.
+    engine.create(objects.never_starting(objects.function("fn-waiting")))
+    engine.create(
+        objects.task("waiting", workflow_name="wf", function_name="fn-waiting", mpe_name="local")
+    )
     yield engine
     policy()
     # The controller is stopped by now: drop its finalizer so the object really goes.
