@@ -5,6 +5,9 @@ Pure builders over plain Kubernetes JSON. With the fixes of docs/behaviour.md §
 * D5/D7: the Job's name is derived from the Task (name + a hash of its UID), so a retried create
   finds the Job it already made (``AlreadyExists`` → adopt) instead of making a second one; the
   Secret has the same name and an owner reference to the Job, so it can never outlive it.
+* D24: the labels carry the Task's and Workflow's names; a name too long for a label is cut
+  with a hash and kept whole in the annotation of the same key (:mod:`taskfsm.api.names`), and
+  a child is matched to its Task through both (:func:`task_key_of`).
 * D4: ``templatePatches`` are Kubernetes strategic merge patches (``taskfsm.build.patching``).
 * The data volume and mount are added to every container and init container; a template that
   already uses the volume name or mount path is rejected with a clear message instead of
@@ -20,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from taskfsm.api import constants as c
+from taskfsm.api import names
 from taskfsm.build.patching import JOB_TEMPLATE_SPEC, PatchError, merge_job_template
 from taskfsm.build.patching.errors import format_path
 from taskfsm.build.patching.schema import type_shape
@@ -35,8 +39,8 @@ class JobTemplateError(Exception):
     """The Function template and patches do not make a usable Job; the message says why."""
 
 
-def task_labels(task: Mapping[str, Any]) -> dict[str, str]:
-    """The four Workflow/Task labels put on the Task, its Secret and its Job (§2)."""
+def task_names(task: Mapping[str, Any]) -> dict[str, str]:
+    """The full values of the four Workflow/Task labels of ``task`` (§2)."""
     meta = task["metadata"]
     return {
         c.LABEL_WORKFLOW_NAMESPACE: meta["namespace"],
@@ -44,6 +48,27 @@ def task_labels(task: Mapping[str, Any]) -> dict[str, str]:
         c.LABEL_TASK_NAMESPACE: meta["namespace"],
         c.LABEL_TASK_NAME: meta["name"],
     }
+
+
+def task_labels(task: Mapping[str, Any]) -> dict[str, str]:
+    """The four Workflow/Task labels put on the Task, its Secret and its Job (§2): the names
+    themselves, a name too long for a label cut with a hash (D24, :mod:`taskfsm.api.names`)."""
+    return names.labels_and_annotations(task_names(task))[0]
+
+
+def task_annotations(task: Mapping[str, Any]) -> dict[str, str]:
+    """The full names of the labels :func:`task_labels` had to cut, under the same keys (empty
+    for names that fit a label)."""
+    return names.labels_and_annotations(task_names(task))[1]
+
+
+def task_key_of(obj: Mapping[str, Any]) -> str | None:
+    """``namespace/name`` of the Task a Job's or Secret's labels name (read through their
+    annotations when cut, :func:`taskfsm.api.names.full_value`), or None for one without."""
+    meta = obj.get("metadata") or {}
+    namespace = names.full_value(meta, c.LABEL_TASK_NAMESPACE)
+    name = names.full_value(meta, c.LABEL_TASK_NAME)
+    return f"{namespace}/{name}" if namespace and name else None
 
 
 def job_name(task: Mapping[str, Any]) -> str:
@@ -60,10 +85,10 @@ def job_name(task: Mapping[str, Any]) -> str:
 
 
 def owns(job_or_secret: Mapping[str, Any], task: Mapping[str, Any]) -> bool:
-    """True when the object carries this Task's labels (used before adopting on AlreadyExists)."""
-    labels = (job_or_secret.get("metadata") or {}).get("labels") or {}
-    want = task_labels(task)
-    return all(labels.get(k) == want[k] for k in (c.LABEL_TASK_NAMESPACE, c.LABEL_TASK_NAME))
+    """True when the object carries this Task's labels (used before adopting on AlreadyExists);
+    a cut name label counts only with the annotation that confirms it."""
+    meta = task["metadata"]
+    return task_key_of(job_or_secret) == f"{meta['namespace']}/{meta['name']}"
 
 
 def build_job(
@@ -125,8 +150,9 @@ def build_job(
         "labels": {**(template_meta.get("labels") or {}), **task_labels(task)},
         "finalizers": [c.FINALIZER_JOB_PROTECTION],
     }
-    if template_meta.get("annotations"):
-        metadata["annotations"] = dict(template_meta["annotations"])
+    annotations = {**(template_meta.get("annotations") or {}), **task_annotations(task)}
+    if annotations:
+        metadata["annotations"] = annotations
     return {"apiVersion": c.JOB_API_VERSION, "kind": c.KIND_JOB, "metadata": metadata, "spec": spec}
 
 
@@ -167,22 +193,26 @@ def build_secret(
     import base64
 
     meta = job["metadata"]
+    metadata: dict[str, Any] = {
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "labels": task_labels(task),
+        "ownerReferences": [
+            {
+                "apiVersion": c.JOB_API_VERSION,
+                "kind": c.KIND_JOB,
+                "name": meta["name"],
+                "uid": meta["uid"],
+            }
+        ],
+    }
+    annotations = task_annotations(task)
+    if annotations:
+        metadata["annotations"] = annotations
     return {
         "apiVersion": c.SECRET_API_VERSION,
         "kind": c.KIND_SECRET,
-        "metadata": {
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "labels": task_labels(task),
-            "ownerReferences": [
-                {
-                    "apiVersion": c.JOB_API_VERSION,
-                    "kind": c.KIND_JOB,
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                }
-            ],
-        },
+        "metadata": metadata,
         "data": {c.TASK_DATA_FILE_NAME: base64.b64encode(payload).decode()},
     }
 

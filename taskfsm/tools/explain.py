@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from taskfsm.api import constants as c
+from taskfsm.controllers.workflow.tasks import labelled_workflow
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import EVENTS, JOBS, PODS, Rest
@@ -334,11 +335,7 @@ def tasks_of(rest: Rest, workflow: dict[str, Any]) -> list[dict[str, Any]]:
     meta = workflow["metadata"]
     found = {}
     for task in _list(rest, TASKS, meta["namespace"]):
-        labels = task["metadata"].get("labels") or {}
-        labelled = (
-            labels.get(c.LABEL_WORKFLOW_NAME) == meta["name"]
-            and labels.get(c.LABEL_WORKFLOW_NAMESPACE) == meta["namespace"]
-        )
+        labelled = labelled_workflow(task) == f"{meta['namespace']}/{meta['name']}"
         named = ((task.get("spec") or {}).get("workflowRef") or {}).get("name") == meta["name"]
         if labelled or named:
             found[task["metadata"]["name"]] = task
@@ -374,8 +371,8 @@ def workflow_lines(rest: Rest, workflow: dict[str, Any], diagram_format: str = "
     lines.append(f"  Its Tasks:  {len(tasks) or '(none)'}")
     for task in tasks:
         tstatus = task.get("status") or {}
-        labels = task["metadata"].get("labels") or {}
-        counted = "" if labels.get(c.LABEL_WORKFLOW_NAME) == meta["name"] else "  (not counted yet)"
+        labelled = labelled_workflow(task) == f"{meta['namespace']}/{meta['name']}"
+        counted = "" if labelled else "  (not counted yet)"
         message = f"  {tstatus['message']}" if tstatus.get("message") else ""
         lines.append(
             f"    {task['metadata']['name']:<24} {tstatus.get('phase') or '(new)':<13}"

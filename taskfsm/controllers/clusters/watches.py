@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskfsm.api import constants as c
+from taskfsm.build.jobs import task_key_of
 from taskfsm.controllers.clusters.cluster import (
     JOB_LABEL_SELECTOR,
     MpeCluster,
@@ -145,10 +145,10 @@ class JobWatches:
 
     def _job_event(self, watch_key: WatchKey, kind: str, job: dict[str, Any]) -> None:
         meta = job.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        namespace, name = labels.get(c.LABEL_TASK_NAMESPACE), labels.get(c.LABEL_TASK_NAME)
-        if not (namespace and name):
+        task_key = task_key_of(job)  # a cut name read through its annotation (D24)
+        if task_key is None:
             return
+        namespace = task_key.split("/", 1)[0]
         with self._lock:
             watch = self._watches.get(watch_key)
             users = list(watch.users) if watch is not None else []
@@ -163,7 +163,7 @@ class JobWatches:
                 return
             else:
                 self._facts[key] = facts
-        self.on_job_event(f"{namespace}/{name}")
+        self.on_job_event(task_key)
         if kind == DELETED:
             # A Job gone from an MPE's earlier location: that MPE's reconcile may let go of it.
             for mpe in self.retired_by(watch_key):

@@ -8,10 +8,11 @@ by hand, a Task deleted and re-created under the same name), the Job stays, held
 controller's garbage collector for them (D5b in docs/behaviour.md §6; the rules in §3.15):
 
 * a child belongs to the Task named by its ``engine.nagare.media/task-namespace`` and
-  ``task-name`` labels, and to that Task's *incarnation* by name: the Job and Secret of a Task
-  are named ``<task>-<hash of its UID>`` (``taskfsm.build.jobs.job_name``), so a child whose
-  name is not the current Task's (nor its ``status.jobRef``, for Jobs made by the Go
-  controller) belongs to a Task that is gone;
+  ``task-name`` labels (a name cut to fit a label only with the annotation that holds it whole,
+  so two Tasks whose long names share a prefix are never confused: D24), and to that Task's
+  *incarnation* by name: the Job and Secret of a Task are named ``<task>-<hash of its UID>``
+  (``taskfsm.build.jobs.job_name``), so a child whose name is not the current Task's (nor its
+  ``status.jobRef``, for Jobs made by the Go controller) belongs to a Task that is gone;
 * :meth:`OrphanCollector.collect` is called by every Task reconcile for its key, so the events
   that queue a key find its orphans at once: the Job watches' first lists at start-up (every
   Job is an event), every relist (the Task informer synthesises a delete for each Task that
@@ -67,10 +68,9 @@ ORPHAN_EVENT_REASON = "OrphanDeleted"
 
 
 def task_key_of(obj: dict[str, Any]) -> str | None:
-    """``namespace/name`` of the Task a child's labels name, or None for an unlabelled one."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    namespace, name = labels.get(c.LABEL_TASK_NAMESPACE), labels.get(c.LABEL_TASK_NAME)
-    return f"{namespace}/{name}" if namespace and name else None
+    """``namespace/name`` of the Task a child's labels name (a cut name confirmed by its
+    annotation, D24), or None for an unlabelled one."""
+    return jobs.task_key_of(obj)
 
 
 def belongs_to(child: dict[str, Any], task: dict[str, Any] | None) -> bool:

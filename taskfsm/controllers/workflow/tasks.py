@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from machines.workflow.observation import FAIL_WORKFLOW
 from taskfsm.api import constants as c
+from taskfsm.api import names
 from taskfsm.kube.informer import Informer
 
 TASKS_BY_WORKFLOW: Final = "workflow-labels"
@@ -32,8 +33,13 @@ def workflow_key(namespace: str, name: str) -> str:
 
 
 def workflow_labels(namespace: str, name: str) -> dict[str, str]:
-    """The two labels that tie Tasks (and the Workflow itself) to a Workflow (§2)."""
-    return {c.LABEL_WORKFLOW_NAMESPACE: namespace, c.LABEL_WORKFLOW_NAME: name}
+    """The two labels that tie Tasks (and the Workflow itself) to a Workflow (§2); a name too
+    long for a label is cut with a hash (D24, :mod:`taskfsm.api.names`). The Workflow's full
+    name is its own ``metadata.name``, and a Task's ``spec.workflowRef.name``."""
+    return {
+        c.LABEL_WORKFLOW_NAMESPACE: names.label_value(namespace),
+        c.LABEL_WORKFLOW_NAME: names.label_value(name),
+    }
 
 
 def labelled_workflow(task: dict[str, Any]) -> str | None:
@@ -41,10 +47,14 @@ def labelled_workflow(task: dict[str, Any]) -> str | None:
 
     Labels are the Task author's to write: a label naming another namespace's Workflow would
     count (and with FailWorkflow, fail) a Workflow its author may not touch, so it is ignored
-    (docs/security.md, "References stay in their namespace")."""
+    (docs/security.md, "References stay in their namespace"). A name label cut to fit (D24)
+    names the Workflow its annotation, or else ``spec.workflowRef.name``, holds whole -- only
+    when the label is that name's cut form."""
     meta = task.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    namespace, name = labels.get(c.LABEL_WORKFLOW_NAMESPACE), labels.get(c.LABEL_WORKFLOW_NAME)
+    ref = ((task.get("spec") or {}).get("workflowRef") or {}).get("name")
+    namespace = names.full_value(meta, c.LABEL_WORKFLOW_NAMESPACE)
+    known = ref if isinstance(ref, str) else None
+    name = names.full_value(meta, c.LABEL_WORKFLOW_NAME, known=known)
     if not (namespace and name) or namespace != meta.get("namespace"):
         return None
     return workflow_key(namespace, name)
