@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from taskfsm.api import names, server_limits
 from taskfsm.api.timestamps import format_micro_time
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.rest import EVENTS, Rest
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
-MAX_NOTE = 1024  # the API server's limit for events.k8s.io/v1 note
+MAX_NOTE = server_limits.MAX_EVENT_NOTE_BYTES  # the API server's limit for a note, in bytes
 
 
 class EventRecorder:
@@ -68,7 +69,7 @@ class EventRecorder:
     ) -> None:
         """Record an Event about ``obj`` (a dict with apiVersion, kind and metadata)."""
         meta = obj.get("metadata") or {}
-        note = note[:MAX_NOTE]
+        note = server_limits.cut_utf8(note, MAX_NOTE)  # the API server counts bytes
         key = (meta.get("uid") or "", reason, note)
         now = self.clock()
         with self._lock:
@@ -78,7 +79,8 @@ class EventRecorder:
         namespace = meta.get("namespace") or "default"
         body = {
             "metadata": {
-                "name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:12]}",
+                # ≤ 253 characters whatever the object's name (D24): a long one is cut.
+                "name": names.name_with_suffix(meta.get("name") or "", uuid.uuid4().hex[:12]),
                 "namespace": namespace,
             },
             "eventTime": format_micro_time(datetime.now(UTC)),
