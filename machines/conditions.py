@@ -19,6 +19,19 @@ FALSE: Final = "False"
 
 _RFC3339: Final = "%Y-%m-%dT%H:%M:%SZ"
 
+MAX_MESSAGE_BYTES: Final = 32768
+"""The longest condition message and `status.message` a chart writes, in bytes of UTF-8 (the
+API server's limit for a `metav1.Condition` message): an error text that quotes a tenant's
+input at length still leaves the status well within the size of one object."""
+
+
+def bounded_message(text: str) -> str:
+    """`text` cut to `MAX_MESSAGE_BYTES` bytes of UTF-8 (never inside a character)."""
+    data = text.encode()
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return text
+    return data[:MAX_MESSAGE_BYTES].decode(errors="ignore")
+
 
 @dataclass(frozen=True, slots=True)
 class Condition:
@@ -84,9 +97,12 @@ def mark_condition(
     An existing condition of that type keeps its place; it is replaced, with
     `lastTransitionTime = now`, only when its status differs or when a `reason`/`message` is
     given and differs. `reason=None` means "no opinion": the stored reason and message stay as
-    long as the status does not change. A missing condition is appended.
+    long as the status does not change. A missing condition is appended. A message is cut to
+    `MAX_MESSAGE_BYTES`.
     """
     out = list(conditions)
+    if message is not None:
+        message = bounded_message(message)
     for index, existing in enumerate(out):
         if existing.type != type_:
             continue

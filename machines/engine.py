@@ -53,7 +53,7 @@ from statemachine.orderedset import OrderedSet
 from statemachine.transition import Transition
 
 from machines.catalog import transition_key
-from machines.conditions import Condition
+from machines.conditions import Condition, bounded_message
 
 ERROR_EVENT = "error.execution"
 
@@ -149,12 +149,13 @@ class PassOutcome(Generic[R]):
 
     @property
     def message(self) -> str:
-        """`status.message`: the error text, `[a, b]` for several, the waiting reason, or `""`."""
+        """`status.message`: the error text, `[a, b]` for several, the waiting reason, or `""`
+        (cut to `MAX_MESSAGE_BYTES`)."""
         if len(self.errors) > 1:
-            return "[" + ", ".join(e.message for e in self.errors) + "]"
+            return bounded_message("[" + ", ".join(e.message for e in self.errors) + "]")
         if self.errors:
-            return self.errors[0].message
-        return self.waiting
+            return bounded_message(self.errors[0].message)
+        return bounded_message(self.waiting)
 
     @property
     def finalized(self) -> bool:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from machines.conditions import Condition
+from machines.conditions import Condition, bounded_message
 from machines.mpe.driver import MPE_ENGINE, MpeReconcileOutcome
 from machines.mpe.observation import MpeObservation
 from taskfsm.api import constants as c
@@ -165,9 +165,10 @@ class MpeReconciler:
             return
         status = mpe.get("status") or {}
         conditions = [cond.to_dict() for cond in outcome.last.conditions]
+        message = bounded_message(detail.message)  # a remote cluster's error may be long
         if (
             conditions == (status.get("conditions") or [])
-            and (status.get("message") or "") == detail.message
+            and (status.get("message") or "") == message
         ):
             return
         meta = mpe["metadata"]
@@ -176,7 +177,7 @@ class MpeReconciler:
                 BY_KIND[mpe["kind"]],
                 meta.get("namespace"),
                 meta["name"],
-                {"status": {"conditions": conditions, "message": detail.message}},
+                {"status": {"conditions": conditions, "message": message}},
                 subresource="status",
             )
         except KubeError as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from machines.conditions import bounded_message
 from machines.engine import WARNING
 from machines.task.driver import TaskReconcileOutcome
 from taskfsm.controllers.result import is_conflict, is_transient, retry_after_of
@@ -90,7 +91,7 @@ class TaskWriter:
                 if is_conflict(exc):
                     return Written(conflict=f"conflict: {exc}")
                 failure = f"failed to update Task metadata: {exc}"
-                message = f"[{message}, {failure}]" if message else failure
+                message = bounded_message(f"[{message}, {failure}]" if message else failure)
                 failed = transient = True
                 retry_after = retry_after or retry_after_of(exc)
         work.status["message"] = message
