@@ -145,9 +145,13 @@ class TaskLifecycle(LifecycleChart):
             | active.job_pending.to(
                 None, cond="job_inputs_unusable", on="report_job_inputs_unusable"
             )
-            # Helper data beyond what a Secret holds can never be made: the Task fails at once.
+            # Helper data beyond what a Secret holds, or a Job the API server refuses for its
+            # size or metadata, can never be made: the Task fails at once.
             | active.job_pending.to(
                 terminated.failed, cond="helper_data_too_large", on="note_helper_data_too_large"
+            )
+            | active.job_pending.to(
+                terminated.failed, cond="job_beyond_limits", on="note_job_beyond_limits"
             )
             | active.job_pending.to(active.running, before="create_job_and_secret")
             # Terminal housekeeping, one step per pass, only once the outcome is durable (D18:

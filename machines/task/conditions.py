@@ -50,6 +50,7 @@ class TerminalReason(enum.Enum):
     JOB_LOST = "JobLost"
     JOB_PODS_REFUSED = "JobPodsRefused"
     HELPER_DATA_TOO_LARGE = "HelperDataTooLarge"
+    JOB_BEYOND_LIMITS = "JobBeyondLimits"
     HELPER_DATA_NOT_CREATED = "HelperDataNotCreated"
 
 

@@ -78,6 +78,7 @@ VERDICT_NAMES: Final = (
     "report_job_unmakeable",
     "report_job_inputs_unusable",
     "note_helper_data_too_large",
+    "note_job_beyond_limits",
     "note_helper_secret_overdue",
     "wait_for_mpe_client",
     "wait_for_mpe_client_quietly",
@@ -177,6 +178,9 @@ class _PassRecord(PassRecord):
         self.note_outcome(
             TerminalReason.HELPER_DATA_TOO_LARGE, self.observation.helper_data_too_large
         )
+
+    def note_job_beyond_limits(self) -> None:
+        self.note_outcome(TerminalReason.JOB_BEYOND_LIMITS, self.observation.job_beyond_limits)
 
     def note_helper_secret_overdue(self) -> None:
         obs = self.observation

@@ -142,6 +142,11 @@ class ObservationGuards:
         created and the Task fails at once."""
         return bool(observation.helper_data_too_large)
 
+    def job_beyond_limits(self, observation: TaskObservation) -> bool:
+        """The API server would refuse the Job for its size or metadata: no retry can make
+        it, so nothing is created and the Task fails at once."""
+        return bool(observation.job_beyond_limits)
+
     def helper_secret_overdue(self, observation: TaskObservation) -> bool:
         """The Job was made but its helper Secret was not, for the whole
         ``--job-pods-refused-timeout``: its pods wait for a Secret that is not coming."""

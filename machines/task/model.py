@@ -51,6 +51,7 @@ GUARD_NAMES: Final = (
     "job_unmakeable",
     "job_inputs_unusable",
     "helper_data_too_large",
+    "job_beyond_limits",
     "helper_secret_overdue",
     "job_succeeded",
     "job_failed",
@@ -170,6 +171,10 @@ class TaskLifecycleModel(Protocol):
 
     def helper_data_too_large(self, observation: TaskObservation) -> bool:
         """The helper data exceeds what a Secret holds."""
+        ...
+
+    def job_beyond_limits(self, observation: TaskObservation) -> bool:
+        """The API server would refuse the Job for its size or metadata."""
         ...
 
     def helper_secret_overdue(self, observation: TaskObservation) -> bool:

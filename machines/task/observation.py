@@ -218,8 +218,17 @@ class TaskObservation:
         default="",
         metadata=_doc(
             "Why the helper data cannot be a Secret at all: its size against the 1 MiB a "
-            'Secret holds (docs/security.md, "Limits"); `""` when it fits, or when the Task '
-            "is not about to make a Job."
+            'Secret holds (docs/security.md, "Names and sizes"); `""` when it fits, or when '
+            "the Task is not about to make a Job."
+        ),
+    )
+    job_beyond_limits: str = field(
+        default="",
+        metadata=_doc(
+            "Why the API server would refuse the Job whatever the retries: its labels or "
+            "annotations break the API server's rules, its annotations are over 256 KiB, or "
+            'it is over 1 MiB (docs/security.md, "Names and sizes"); `""` when it is within '
+            "them, or when the Task is not about to make a Job."
         ),
     )
     job_pending_left: float = field(

@@ -170,8 +170,9 @@ class TaskEffects(ObservationGuards):
         ``AlreadyExists`` adopts the object when it carries this Task's labels, so a retried
         pass (lost status write, stale read, crash) never makes a second Job or Secret. The
         chart has checked that a Job may be made (`job_unmakeable`) and that what it is made
-        from was built and fits (`job_inputs_unusable`, `helper_data_too_large`): the read
-        built it before anything is created (:mod:`taskfsm.controllers.task.inputs`).
+        from was built and fits (`job_inputs_unusable`, `helper_data_too_large`,
+        `job_beyond_limits`): the read built it before anything is created
+        (:mod:`taskfsm.controllers.task.inputs`).
         """
         work = self.work
         self.store.write_metadata(work)

@@ -4,7 +4,8 @@ The read step builds them for a JobPending Task whose MediaProcessingEntity is r
 (:mod:`taskfsm.controllers.task.read`), so the chart sees, before anything is created, whether
 they can be built now (``job_inputs_problem``: a template patch that does not apply, a
 MediaLocation or its Secret missing, retried) and whether they can be made at all
-(``helper_data_too_large``: a payload beyond what a Secret holds fails the Task at once); the
+(``helper_data_too_large``: a payload beyond what a Secret holds, ``job_beyond_limits``: a Job
+the API server would refuse for its size or metadata, fail the Task at once); the
 create effect then makes exactly what was built (:mod:`taskfsm.controllers.task.effects`). A
 Task that cannot run leaves no Job behind, least of all one whose pods wait for a Secret that
 never comes (D5, F9).
@@ -16,7 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from taskfsm.api import constants as c
+from taskfsm.api import server_limits
 from taskfsm.api.config import NatsConfiguration
 from taskfsm.build import helperdata, jobs, selection
 from taskfsm.build.helperdata import SecretReader
@@ -25,6 +29,10 @@ from taskfsm.build.jobs import JobTemplateError
 SECRET_DATA_MAX_BYTES: Final = 1024 * 1024
 """What the API server lets a Secret's data hold in all (``data: Too long: must have at most
 1048576 bytes``); the helper data is its one value."""
+JOB_MAX_BYTES: Final = 1024 * 1024
+"""The largest Job taskfsm makes, as JSON: the stored Job (with the ``managedFields`` and
+``status`` the API server adds) must fit in etcd's 1.5 MiB
+(:data:`taskfsm.api.server_limits.MAX_OBJECT_BYTES`); a Job's template is a few KiB."""
 
 
 @dataclass(frozen=True)
@@ -99,4 +107,27 @@ def too_large(inputs: JobInputs) -> str:
         f"the helper data (the Task's config, its Workflow's MediaLocations and the NATS "
         f"settings) is {size} bytes; a Secret holds at most {SECRET_DATA_MAX_BYTES} bytes "
         "(1 MiB): make the Task's spec.config smaller"
+    )
+
+
+def beyond_limits(inputs: JobInputs) -> str:
+    """Why the API server would refuse the Job whatever the retries (``""`` when it would not):
+    labels or annotations it does not allow, annotations over 256 KiB, a Job over
+    :data:`JOB_MAX_BYTES`. The Job is the Function's ``spec.template`` with the TaskTemplate's
+    and Task's ``templatePatches`` applied; the names taskfsm adds always fit (D24)."""
+    job = inputs.body
+    template = ((job.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    why = server_limits.metadata_problem(job.get("metadata") or {}, "metadata")
+    why = why or server_limits.metadata_problem(template, "spec.template.metadata")
+    if not why:
+        size = len(orjson.dumps(job))
+        if size <= JOB_MAX_BYTES:
+            return ""
+        why = (
+            f"the Job is {size} bytes as JSON; taskfsm makes Jobs of at most {JOB_MAX_BYTES} "
+            "bytes (1 MiB), so that the stored Job fits the API server's 1.5 MiB"
+        )
+    return (
+        f"the Job (the Function's spec.template with the templatePatches applied) cannot be "
+        f"made: {why}"
     )

@@ -67,6 +67,7 @@ def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
         job_unmakeable=world.job_unmakeable,
         job_inputs_problem=world.job_inputs_problem,
         helper_data_too_large=world.helper_data_too_large,
+        job_beyond_limits=world.job_beyond_limits,
         job_pending_left=world.job_pending_left if facts.state is not JobState.ABSENT else inf,
         job_ref_uid=job_ref.get("uid") or "",
         job_was_seen=world.job_was_seen,

@@ -28,7 +28,13 @@ from taskfsm.build import jobs, selection
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.job_facts import job_facts
-from taskfsm.controllers.task.inputs import InputsUnusable, JobSettings, build_inputs, too_large
+from taskfsm.controllers.task.inputs import (
+    InputsUnusable,
+    JobSettings,
+    beyond_limits,
+    build_inputs,
+    too_large,
+)
 from taskfsm.controllers.task.jobsite import JobSite, PodTrouble
 from taskfsm.controllers.task.observe import own_mpe_ref, workflow_state
 from taskfsm.controllers.task.seen_jobs import SeenJobs
@@ -176,6 +182,7 @@ class TaskReader:
             world.job_inputs_problem = str(exc)
         else:
             world.helper_data_too_large = too_large(world.job_inputs)
+            world.job_beyond_limits = beyond_limits(world.job_inputs)
         if world.job is not None and self.job_pods_refused_timeout > 0:
             made = parse_time((world.job.get("metadata") or {}).get("creationTimestamp"))
             if made is not None:

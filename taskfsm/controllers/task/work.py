@@ -55,6 +55,7 @@ class TaskWorld:
     """What the Job is made from (read for a JobPending Task whose MPE is ready)."""
     job_inputs_problem: str = ""
     helper_data_too_large: str = ""
+    job_beyond_limits: str = ""
     job_pending_left: float = float("inf")
 
 
