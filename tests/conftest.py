@@ -1,8 +1,12 @@
-"""Shared fixtures: one real control plane per test session, a fresh namespace per test.
+"""Shared fixtures: one real control plane per test session (per xdist worker), a fresh namespace
+per test; the suite's order and its split between xdist workers.
 
-Tests under ``tests/integration``, ``tests/e2e`` and ``tests/faults`` are marked ``integration``
-automatically and use the real kube-apiserver, etcd and kube-controller-manager started here. A
-missing prerequisite (Go, the built binaries) fails the session loudly; nothing is skipped.
+Tests under the tiers of :data:`INTEGRATION_DIRS` are marked ``integration`` automatically and use
+a real kube-apiserver, etcd and kube-controller-manager (this one, or their tier's own). A missing
+prerequisite (Go, the built binaries) fails the session loudly; nothing is skipped. Tests run in
+tier order, longest tier first, and ``pytest -n N`` shares them out by
+:class:`tests.support.scheduling.TierScheduling` (docs/testing.md). A test leaves a line for the
+end of the run with ``record_property("summary", line)`` (the transition coverage figures).
 """
 
 from __future__ import annotations
@@ -13,11 +17,15 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from xdist.remote import Producer
 
 from taskfsm_dev.controlplane import ControlPlane
 from taskfsm_dev.kubelet import SimulatedKubelet
+from tests.support import scheduling
+from tests.support.scheduling import TierScheduling
 
-INTEGRATION_DIRS = ("integration", "e2e", "faults", "security", "node")
+INTEGRATION_DIRS = ("integration", "e2e", "faults", "security", "node", "bench")
+SUMMARY_LINES: list[str] = []
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -25,6 +33,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).parts
         if any(d in parts for d in INTEGRATION_DIRS):
             item.add_marker(pytest.mark.integration)
+    # Stable: within a tier, the files and tests keep their collection order.
+    items.sort(key=lambda item: scheduling.tier_rank(item.nodeid))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> TierScheduling:
+    return TierScheduling(config, log)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # On the controller under xdist too: a worker's report carries the test's user properties.
+    if report.when == "call":
+        SUMMARY_LINES.extend(str(v) for k, v in report.user_properties if k == "summary")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in sorted(SUMMARY_LINES):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

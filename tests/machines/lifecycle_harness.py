@@ -29,8 +29,6 @@ from machines.task.model import EFFECT_NAMES, GUARD_NAMES
 from machines.task.observation import TERMINAL_PHASES, JobState, TaskObservation, WorkflowState
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
-COVERAGE_REPORT: list[str] = []
-"""Lines the coverage test leaves for the terminal summary (conftest.py prints them)."""
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 DEFAULT_WORLD: dict[str, Any] = {

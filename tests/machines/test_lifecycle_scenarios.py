@@ -7,6 +7,7 @@ terminal summary, and `test_transition_coverage_is_complete` fails below 100 %.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import lifecycle_harness
@@ -24,7 +25,7 @@ def test_scenario(scenario: dict[str, Any]) -> None:
     lifecycle_harness.run_scenario(scenario)
 
 
-def test_transition_coverage_is_complete() -> None:
+def test_transition_coverage_is_complete(record_property: Callable[[str, object], None]) -> None:
     """Every transition of the chart is taken by at least one scenario pass."""
     taken: set[str] = set()
     for _, scenario in SCENARIOS:
@@ -35,7 +36,7 @@ def test_transition_coverage_is_complete() -> None:
     assert not unknown, f"scenarios took transitions the catalogue does not know: {unknown}"
     covered = [key for key in every if key in taken]
     figure = f"{len(covered)}/{len(every)} transitions ({100 * len(covered) / len(every):.1f} %)"
-    lifecycle_harness.COVERAGE_REPORT.append(f"Task lifecycle transition coverage: {figure}")
+    record_property("summary", f"Task lifecycle transition coverage: {figure}")
     print(f"transition coverage: {figure}")
     missing = [key for key in every if key not in taken]
     assert not missing, "transitions no scenario takes:\n  " + "\n  ".join(missing)
