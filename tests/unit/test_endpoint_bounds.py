@@ -12,6 +12,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter
@@ -20,6 +21,7 @@ from taskfsm.manager import server as server_module
 from taskfsm.manager.metrics_auth import CACHE_SIZE, MetricsAuthorizer
 from taskfsm.manager.server import EndpointServer
 from taskfsm.manager.serving_cert import ServingCertificate
+from tests.support.fakes import FakeRest
 
 
 def registry() -> CollectorRegistry:
@@ -74,26 +76,24 @@ def test_a_silent_connection_is_closed_after_the_idle_timeout(monkeypatch):
     srv.stop()
 
 
-class FakeRest:
-    """Answers TokenReviews and SubjectAccessReviews like an API server would."""
+def reviews(users: dict[str, str], allowed: set[str]) -> Any:
+    """Answers TokenReviews (``users``: token → user) and SubjectAccessReviews (``allowed``
+    users may get /metrics) like an API server would."""
 
-    def __init__(self, users: dict[str, str], allowed: set[str]) -> None:
-        self.users, self.allowed = users, allowed
-        self.requests: list[str] = []
-
-    def request(self, method, res, path, *, body, timeout):
-        self.requests.append(res.kind)
+    def answer(kind: str, body: dict[str, Any]) -> dict[str, Any]:
         spec = body["spec"]
-        if res.kind == "TokenReview":
-            user = self.users.get(spec["token"])
+        if kind == "TokenReview":
+            user = users.get(spec["token"])
             status = {"authenticated": True, "user": {"username": user}} if user else {}
             return {"status": status}
         assert spec["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
-        return {"status": {"allowed": spec["user"] in self.allowed}}
+        return {"status": {"allowed": spec["user"] in allowed}}
+
+    return answer
 
 
 def test_the_authorizer_answers_401_403_200_and_caches_by_token():
-    rest = FakeRest({"good": "prometheus", "other": "someone"}, {"prometheus"})
+    rest = FakeRest(answer=reviews({"good": "prometheus", "other": "someone"}, {"prometheus"}))
     authorize = MetricsAuthorizer(rest)  # type: ignore[arg-type]  # the fake answers both reviews
     assert authorize("", "/metrics")[0] == 401
     assert authorize("unknown", "/metrics")[0] == 401
@@ -105,7 +105,7 @@ def test_the_authorizer_answers_401_403_200_and_caches_by_token():
 
 
 def test_the_authorizer_cache_is_bounded():
-    rest = FakeRest({}, set())
+    rest = FakeRest(answer=reviews({}, set()))
     authorize = MetricsAuthorizer(rest)  # type: ignore[arg-type]  # the fake answers both reviews
     for i in range(CACHE_SIZE + 50):
         authorize(f"made-up-{i}", "/metrics")
@@ -113,7 +113,7 @@ def test_the_authorizer_cache_is_bounded():
 
 
 def test_secure_metrics_over_https_with_a_self_signed_certificate():
-    rest = FakeRest({"good": "prometheus"}, {"prometheus"})
+    rest = FakeRest(answer=reviews({"good": "prometheus"}, {"prometheus"}))
     srv = EndpointServer(
         "127.0.0.1:0",
         registry=registry(),

@@ -3,28 +3,14 @@ landed counts (a refused one is tried again with the next occurrence)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from taskfsm.kube.errors import Unavailable
 from taskfsm.kube.events import WARNING, EventRecorder
+from tests.support.fakes import FakeRest
 
 TASK = {
     "apiVersion": "engine.nagare.media/v1alpha1",
     "kind": "Task",
     "metadata": {"name": "t", "namespace": "ns", "uid": "u1"},
 }
-
-
-class FakeRest:
-    def __init__(self) -> None:
-        self.created: list[dict[str, Any]] = []
-        self.fail = False
-
-    def create(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        if self.fail:
-            raise Unavailable("API server unreachable")
-        self.created.append(body)
-        return body
 
 
 def test_repeats_within_the_window_are_written_once() -> None:

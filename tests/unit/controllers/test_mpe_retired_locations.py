@@ -10,24 +10,10 @@ from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.clusters.watches import SharedWatch
+from tests.support.fakes import FakeInformer
 
 KEY = (c.KIND_MEDIA_PROCESSING_ENTITY, "ns", "m")
 REF = {"kind": KEY[0], "namespace": KEY[1], "name": KEY[2]}
-
-
-class FakeJobs:
-    """Stands in for a synced Job informer holding ``jobs`` (namespace, name) → Job."""
-
-    def __init__(self, jobs: dict[tuple[str, str], dict[str, Any]] | None = None) -> None:
-        self.jobs = jobs or {}
-        self.has_synced = True
-        self.stopped = False
-
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.jobs.get((namespace, name))
-
-    def stop(self) -> None:
-        self.stopped = True
 
 
 def job(namespace: str, name: str, uid: str) -> dict[str, Any]:
@@ -35,7 +21,7 @@ def job(namespace: str, name: str, uid: str) -> dict[str, Any]:
     return {"metadata": {"namespace": namespace, "name": name, "uid": uid, "labels": labels}}
 
 
-def cluster(reg: MpeRegistry, cluster_id: str, namespace: str, jobs: FakeJobs) -> MpeCluster:
+def cluster(reg: MpeRegistry, cluster_id: str, namespace: str, jobs: FakeInformer) -> MpeCluster:
     """A cluster of MPE ``KEY`` whose Job watch is registered (as ``sync`` would)."""
     watch_key = (cluster_id, namespace, "")
     shared = SharedWatch(jobs)  # type: ignore[arg-type]  # a fake informer
@@ -57,9 +43,9 @@ def registry() -> tuple[MpeRegistry, list[Any]]:
 
 def test_a_task_reads_its_job_in_the_earlier_location_that_holds_it():
     reg, _ = registry()
-    old_jobs = FakeJobs({("old", "t-1"): job("old", "t-1", "u1")})
+    old_jobs = FakeInformer({("old", "t-1"): job("old", "t-1", "u1")})
     old = cluster(reg, "main", "old", old_jobs)
-    new = cluster(reg, "main", "new", FakeJobs())
+    new = cluster(reg, "main", "new", FakeInformer())
     reg._clusters[KEY] = new
     reg._retire_locked(old)
     assert reg.job_cluster(REF, {"namespace": "old", "name": "t-1", "uid": "u1"}) is old
@@ -71,9 +57,9 @@ def test_a_task_reads_its_job_in_the_earlier_location_that_holds_it():
 
 def test_an_earlier_location_no_task_needs_is_let_go_and_its_watch_stopped():
     reg, _ = registry()
-    old_jobs = FakeJobs()
+    old_jobs = FakeInformer()
     old = cluster(reg, "main", "old", old_jobs)
-    reg._clusters[KEY] = cluster(reg, "main", "new", FakeJobs())
+    reg._clusters[KEY] = cluster(reg, "main", "new", FakeInformer())
     reg._retire_locked(old)
     assert reg.release_retired(KEY, lambda _cl: True) == 1
     assert not old_jobs.stopped
@@ -84,8 +70,8 @@ def test_an_earlier_location_no_task_needs_is_let_go_and_its_watch_stopped():
 
 def test_a_job_deleted_in_an_earlier_location_requeues_the_mpe():
     reg, requeued = registry()
-    old = cluster(reg, "main", "old", FakeJobs())
-    reg._clusters[KEY] = cluster(reg, "main", "new", FakeJobs())
+    old = cluster(reg, "main", "old", FakeInformer())
+    reg._clusters[KEY] = cluster(reg, "main", "new", FakeInformer())
     reg._retire_locked(old)
     reg.jobs._job_event(old.watch_key, "MODIFIED", job("old", "t-1", "u1"))
     assert requeued == []
@@ -95,7 +81,7 @@ def test_a_job_deleted_in_an_earlier_location_requeues_the_mpe():
 
 def test_pointing_back_at_an_earlier_location_makes_it_current_again():
     reg, _ = registry()
-    first_jobs = FakeJobs()
+    first_jobs = FakeInformer()
     first = cluster(reg, "main", "a", first_jobs)
     reg._retire_locked(first)
     back = MpeCluster(KEY, None, "a", False, first_jobs, (3,), "main", first.watch_key)  # type: ignore[arg-type]  # no Rest needed

@@ -13,27 +13,13 @@ from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeSettingUp, Reason
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.clusters.watches import SharedWatch
+from tests.support.fakes import FakeInformer
 
 KEY = (c.KIND_CLUSTER_MEDIA_PROCESSING_ENTITY, "", "m")
 REF = {"kind": KEY[0], "namespace": "", "name": "m"}
 
 
-class FakeJobs:
-    """A Job informer as far as the registry judges it; no request is ever made."""
-
-    def __init__(self, *, synced: bool = False, failures: int = 0, status: int = 0) -> None:
-        self.has_synced = synced
-        self.healthy = synced and not failures
-        self.failures = failures
-        self.last_status = status
-        self.last_error = "Forbidden" if status == 403 else ("timed out" if failures else "")
-        self.stopped = False
-
-    def stop(self) -> None:
-        self.stopped = True
-
-
-def setup(jobs: FakeJobs, *, age: float = 0.0) -> tuple[MpeRegistry, MpeCluster]:
+def setup(jobs: FakeInformer, *, age: float = 0.0) -> tuple[MpeRegistry, MpeCluster]:
     reg = MpeRegistry(
         None,  # type: ignore[arg-type]  # nothing here talks to the API
         on_job_event=lambda _key: None,
@@ -60,7 +46,7 @@ def setup(jobs: FakeJobs, *, age: float = 0.0) -> tuple[MpeRegistry, MpeCluster]
 
 
 def test_a_client_whose_watch_is_still_listing_is_being_set_up():
-    reg, cluster = setup(FakeJobs())
+    reg, cluster = setup(FakeInformer(synced=False))
     with pytest.raises(MpeSettingUp):
         reg._settled(KEY, cluster)
     assert reg._clusters[KEY] is cluster  # kept: its first sync or failure re-queues the MPE
@@ -69,13 +55,13 @@ def test_a_client_whose_watch_is_still_listing_is_being_set_up():
 
 
 def test_a_synced_client_is_usable():
-    reg, cluster = setup(FakeJobs(synced=True))
+    reg, cluster = setup(FakeInformer(synced=True))
     assert reg._settled(KEY, cluster) is cluster
     assert reg.get(REF) is cluster
 
 
 def test_a_first_list_refused_makes_the_mpe_unusable_with_cluster_refused():
-    jobs = FakeJobs(failures=1, status=403)
+    jobs = FakeInformer(synced=False, failures=1, status=403)
     reg, cluster = setup(jobs)
     with pytest.raises(MpeError) as raised:
         reg._settled(KEY, cluster)
@@ -89,7 +75,7 @@ def test_a_first_list_refused_makes_the_mpe_unusable_with_cluster_refused():
 
 
 def test_a_first_list_that_takes_longer_than_the_sync_timeout_makes_the_mpe_unusable():
-    reg, cluster = setup(FakeJobs(), age=31.0)
+    reg, cluster = setup(FakeInformer(synced=False), age=31.0)
     with pytest.raises(MpeError) as raised:
         reg._settled(KEY, cluster)
     assert raised.value.reason == Reason.NOT_REACHABLE
@@ -99,10 +85,10 @@ def test_a_first_list_that_takes_longer_than_the_sync_timeout_makes_the_mpe_unus
 @pytest.mark.parametrize(
     ("jobs", "reason"),
     [
-        (FakeJobs(synced=True), None),
-        (FakeJobs(synced=True, failures=2, status=401), Reason.CLUSTER_REFUSED),
-        (FakeJobs(synced=True, failures=2, status=403), Reason.CLUSTER_REFUSED),
-        (FakeJobs(synced=True, failures=2), Reason.NOT_REACHABLE),
+        (FakeInformer(synced=True), None),
+        (FakeInformer(synced=True, failures=2, status=401), Reason.CLUSTER_REFUSED),
+        (FakeInformer(synced=True, failures=2, status=403), Reason.CLUSTER_REFUSED),
+        (FakeInformer(synced=True, failures=2), Reason.NOT_REACHABLE),
     ],
 )
 def test_why_a_set_up_client_is_unusable_is_read_from_its_watch(jobs: Any, reason: Any):

@@ -29,6 +29,7 @@ from taskfsm.controllers.task.write import TaskWriter
 from taskfsm.kube.errors import Conflict, Forbidden, NotFound
 from taskfsm.kube.rest import JOBS
 from taskfsm_dev import objects
+from tests.support.fakes import FakeEvents
 
 NS = "ns"
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -154,8 +155,9 @@ class FakeCluster:
 
 
 @dataclass
-class FakeJobs:
-    """The Jobs of the MPE cluster: what the cluster holds, and what the Job watch shows."""
+class FakeJobSite:
+    """The Job site (``taskfsm.controllers.task.jobsite``) of the MPE cluster: what the cluster
+    holds, and what the Job watch shows."""
 
     server: dict[str, dict[str, Any]] = field(default_factory=dict)
     cache_lags: bool = False
@@ -234,17 +236,6 @@ class FakeClusters:
         self.reachable.append(False)
 
 
-class FakeEvents:
-    def __init__(self) -> None:
-        self.recorded: list[tuple[str, str, str]] = []
-
-    def record(self, obj: Any, type_: str, reason: str, note: str) -> None:
-        self.recorded.append((type_, reason, note))
-
-    def reasons(self) -> list[str]:
-        return [f"{type_}/{reason}" for type_, reason, _ in self.recorded]
-
-
 class World:
     """A Task reconciler on fake ports, with a Workflow, a Function and a local MPE."""
 
@@ -254,7 +245,7 @@ class World:
         self.catalog.add(objects.function("f"))
         self.mpe = self.catalog.add(objects.local_mpe("m", default=True))
         self.store = FakeStore(self.catalog)
-        self.jobs = FakeJobs()
+        self.jobs = FakeJobSite()
         self.clusters = FakeClusters()
         self.events = FakeEvents()
         self.seen = SeenJobs()

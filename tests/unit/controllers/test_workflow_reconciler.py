@@ -23,36 +23,10 @@ from taskfsm.controllers.workflow.tasks import (
 )
 from taskfsm.controllers.workflow.watch import WorkflowWatch
 from taskfsm.kube.cache import WrittenObjects
-from taskfsm.kube.errors import Conflict
+from tests.support.fakes import FakeEvents, FakeInformer, FakeRest
 
 NS = "ns"
 T0 = datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
-
-
-class FakeInformer:
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
-        self.has_synced = True
-        self.handlers: list[Any] = []
-
-    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return self.objects.get((namespace or "", name))
-
-    def list(self, namespace: str | None = None, labels: dict[str, str] | None = None) -> list:
-        return [o for (ns, _), o in self.objects.items() if namespace in (None, ns)]
-
-    def add_handler(self, handler: Any) -> None:
-        self.handlers.append(handler)
-
-    def index(self, name: str, function: Any) -> None:
-        self.indexes = {**getattr(self, "indexes", {}), name: function}
-
-    def by_index(self, name: str, value: str) -> list:
-        function = self.indexes[name]
-        return [o for o in self.objects.values() if function(o) == value]
-
-    def count(self, name: str, value: str) -> int:
-        return len(self.by_index(name, value))
 
 
 class FakeCaches:
@@ -64,76 +38,6 @@ class FakeCaches:
         cached = self.informers[kind].get(namespace, name)
         plural = c.PLURAL_WORKFLOWS if kind == c.KIND_WORKFLOW else c.PLURAL_TASKS
         return self.written.pick(("main", plural, namespace or "", name), cached)
-
-
-class FakeRest:
-    """Applies merge patches and the two JSON patch shapes of taskfsm.kube.finalizers."""
-
-    def __init__(self, caches: FakeCaches) -> None:
-        self.caches = caches
-        self.patches: list[tuple[str | None, Any]] = []
-        self.rv = 100
-
-    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self.caches.informers[c.KIND_WORKFLOW].get(namespace, name))
-
-    def patch(
-        self,
-        res: Any,
-        namespace: str,
-        name: str,
-        body: Any,
-        *,
-        subresource: str | None = None,
-        content_type: str = "",
-    ) -> dict[str, Any]:
-        self.patches.append((subresource, copy.deepcopy(body)))
-        obj = copy.deepcopy(self.caches.informers[c.KIND_WORKFLOW].get(namespace, name))
-        wanted = (
-            (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
-        )
-        if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
-            raise Conflict(f"the object has been modified (want {wanted})")
-        if isinstance(body, dict) and "metadata" in body:
-            body = {
-                **body,
-                "metadata": {k: v for k, v in body["metadata"].items() if k != "resourceVersion"},
-            }
-            if not body["metadata"]:
-                del body["metadata"]
-        if isinstance(body, list):  # JSON patch on /metadata/finalizers
-            finalizers = obj["metadata"].setdefault("finalizers", [])
-            for op in body:
-                if op["op"] == "add":
-                    finalizers.extend(
-                        op["value"] if isinstance(op["value"], list) else [op["value"]]
-                    )
-                elif op["op"] == "remove":
-                    del finalizers[int(op["path"].rsplit("/", 1)[1])]
-        else:
-            _merge(obj, body)
-        self.rv += 1
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.caches.informers[c.KIND_WORKFLOW].objects[(namespace, name)] = obj
-        return copy.deepcopy(obj)
-
-
-def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
-    for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        elif isinstance(value, dict):
-            _merge(target.setdefault(key, {}), value)
-        else:
-            target[key] = value
-
-
-class FakeEvents:
-    def __init__(self) -> None:
-        self.recorded: list[tuple[str, str, str]] = []
-
-    def record(self, obj: dict[str, Any], type_: str, reason: str, note: str) -> None:
-        self.recorded.append((type_, reason, note))
 
 
 def workflow(name: str = "wf", **status: Any) -> dict[str, Any]:
@@ -170,7 +74,7 @@ def task(
 class World:
     def __init__(self, now: datetime = T0, waiting: float = 20.0) -> None:
         self.caches = FakeCaches()
-        self.rest = FakeRest(self.caches)
+        self.rest = FakeRest(self.caches.informers[c.KIND_WORKFLOW].objects)
         self.events = FakeEvents()
         self.now = now
         self.reconciler = WorkflowReconciler(
