@@ -14,18 +14,30 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
 from xdist.remote import Producer
 
+from taskfsm.api.crdgen import crd_documents
 from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import SimulatedKubelet
 from tests.support import scheduling
+from tests.support.reports import FAILED
 from tests.support.scheduling import TierScheduling
 
 INTEGRATION_DIRS = ("integration", "e2e", "faults", "security", "node", "bench")
 SUMMARY_LINES: list[str] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[FAILED] = report.failed
+    return report
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -64,6 +76,12 @@ def remote_control_plane() -> Iterator[ControlPlane]:
     """A second, independent cluster (a remote MediaProcessingEntity's), started on first use."""
     with ControlPlane(name="taskfsm-remote") as cp:
         yield cp
+
+
+@pytest.fixture(scope="session")
+def crds(api_client: client.ApiClient) -> list[str]:
+    """taskfsm's own CRDs in the main cluster, installed and Established."""
+    return install_crds(api_client, crd_documents())
 
 
 @pytest.fixture(scope="session")

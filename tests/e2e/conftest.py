@@ -13,36 +13,15 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.rest import Rest
 from taskfsm.manager.controller import Controller, Settings
 from taskfsm.manager.metrics import Metrics
 from taskfsm_dev.controlplane import ControlPlane
-from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import SimulatedKubelet
 from taskfsm_dev.process import ControllerProcess
 from tests.support import identity
 from tests.support.cluster import Cluster
-
-FAILED = pytest.StashKey[bool]()
-
-
-FAILED = pytest.StashKey[bool]()
-"""Set on a test item once its call phase has run: did it fail?"""
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.when == "call":
-        item.stash[FAILED] = report.failed
-    return report
-
-
-@pytest.fixture(scope="session")
-def crds(api_client: client.ApiClient) -> list[str]:
-    """taskfsm's own CRDs, installed and Established."""
-    return install_crds(api_client, crd_documents())
+from tests.support.reports import FAILED
 
 
 @pytest.fixture

@@ -26,18 +26,9 @@ from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import SimulatedKubelet
 from tests.support import identity
 from tests.support.chaos import FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
+from tests.support.reports import FAILED
 
 FAULTS_KCM_ARGS = ("--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=20")
-
-FAILED = pytest.StashKey[bool]()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.when == "call":
-        item.stash[FAILED] = report.failed
-    return report
 
 
 @pytest.fixture(scope="session")

@@ -9,17 +9,9 @@ import pytest
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.manager.controller import Controller, Settings
-from taskfsm_dev.crds import install_crds
 from tests.support.probes import ClusterScoped, Probe
-
-
-@pytest.fixture(scope="session")
-def crds(api_client: client.ApiClient) -> list[str]:
-    """taskfsm's own CRDs, installed and Established."""
-    return install_crds(api_client, crd_documents())
 
 
 class Engine:
