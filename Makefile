@@ -1,6 +1,10 @@
 # taskfsm developer commands; `make help` lists them.
 .DEFAULT_GOAL := help
 PY := .venv/bin/python
+# pytest-xdist workers (docs/testing.md): most cluster tests wait on a control plane, so the whole
+# suite runs three on two cores; the tests that need no cluster are CPU-bound and run one per core.
+TEST_WORKERS ?= 3
+FAST_WORKERS ?= 2
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -15,7 +19,7 @@ demo: setup ## run the controller on an embedded local control plane with sample
 	$(PY) -m taskfsm_dev.demo
 
 test: setup-test lint ## run the whole test suite: lint, types, import contracts, unit tests, tests against the real control plane
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --durations=30 --junitxml=test-artefacts/junit.xml
 
 image: ## write the controller image as an OCI archive and its SBOM into dist/ (offline, from the tested root filesystem)
 	@scripts/setup.sh image
@@ -28,7 +32,7 @@ lint: ## ruff (lint + format check), mypy --strict, import contracts
 	.venv/bin/lint-imports
 
 test-fast: ## run only the tests that need no control plane
-	$(PY) -m pytest -m "not integration"
+	$(PY) -m pytest -n $(FAST_WORKERS) -m "not integration"
 
 bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min, then ≈ 40 min of HTTP, admission, memory and UI benchmarks); writes docs/benchmarks.md
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
