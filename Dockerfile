@@ -1,12 +1,16 @@
 # syntax=docker/dockerfile:1
-# The taskfsm controller image: Python 3.11 on Debian bookworm, the locked environment installed
-# in /opt/taskfsm (the path it runs from), run as the non-root user 65532 with a read-only root
-# filesystem (deploy/manager.yaml, the chart). The steps are scripts/image-install.sh; the image
-# test (tests/e2e/test_image.py) runs the same script on the same files (.dockerignore) in a
-# Debian root filesystem and starts this ENTRYPOINT from it as this USER.
+# The taskfsm controller image, its one recipe: Debian bookworm with Debian's python3.11, the
+# locked environment installed in /opt/taskfsm (the path it runs from), run as the non-root user
+# 65532 with a read-only root filesystem (deploy/manager.yaml, the chart). `make image` builds the
+# same recipe offline (tests/support/image.py: the packages below with mmdebstrap, then the same
+# scripts/image-install.sh steps on the same files, .dockerignore) and the tests run that image.
 FROM ghcr.io/astral-sh/uv:0.13.9 AS uv
 
-FROM python:3.11-slim-bookworm
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+       python3.11 ca-certificates netbase tzdata \
+    && rm -rf /var/lib/apt/lists/*
 # Dependencies first (a layer reused until uv.lock changes), then taskfsm itself as a wheel.
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
     --mount=type=bind,source=scripts/image-install.sh,target=/src/scripts/image-install.sh \

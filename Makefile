@@ -25,6 +25,9 @@ image: ## write the controller image as an OCI archive and its SBOM into dist/ (
 	@scripts/setup.sh image
 	$(PY) -m tests.support.oci_image --output dist
 
+release: setup-test ## a release from a tag into dist/ (TAG=vX.Y.Z): wheel, sdist, image archive + SBOM, chart package, SHA256SUMS; pushing is docs/install.md's 'Releasing'
+	$(PY) -m tests.support.release --tag "$(TAG)"
+
 lint: ## ruff (lint + format check), mypy --strict, import contracts
 	$(PY) -m ruff check taskfsm machines taskfsm_dev tests benchmarks
 	$(PY) -m ruff format --check taskfsm machines taskfsm_dev tests benchmarks

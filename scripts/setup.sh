@@ -86,7 +86,7 @@ fi
 
 step=$(date +%s)
 say "Python environment: .venv from uv.lock (${UV[*]} sync; the first time it downloads the locked packages, usually under a minute)"
-"${UV[@]}" sync --frozen --quiet
+"${UV[@]}" sync --frozen --quiet --extra client
 say "Python environment ready ($(elapsed "$step"))"
 
 if [ "$purpose" != image ]; then

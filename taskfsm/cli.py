@@ -254,8 +254,24 @@ def _controllers(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
+CLIENT_EXTRA = "taskfsm[client]"
+"""The extra that holds what only the command-line tools need (graphviz for ``diagram``, aiohttp
+for ``ui``, argcomplete for completion); the controller image installs without it (aiohttp comes
+with the Kubernetes client all the same)."""
+
+
+def _needs_client_extra(command: str, exc: ImportError) -> NoReturn:
+    raise SystemExit(
+        f"taskfsm {command}: needs {exc.name or 'a package'} from the client extra: "
+        f"pip install '{CLIENT_EXTRA}'"
+    ) from None
+
+
 def cmd_diagram(args: argparse.Namespace) -> int:
-    from machines.diagrams import render
+    try:
+        from machines.diagrams import render
+    except ImportError as exc:
+        _needs_client_extra("diagram", exc)
 
     argv = ["--chart", args.chart] if args.chart else []
     if args.check:
@@ -341,13 +357,19 @@ def cmd_wait(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from taskfsm.tools.ui import server
+    try:
+        from taskfsm.tools.ui import server
+    except ImportError as exc:
+        _needs_client_extra("ui", exc)
 
     return server.main(_rest(args), _namespace(args), port=args.port, context=args.context or "")
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from argcomplete.shell_integration import shellcode
+    try:
+        from argcomplete.shell_integration import shellcode
+    except ImportError as exc:
+        _needs_client_extra("completion", exc)
 
     print(shellcode(["taskfsm", "kubectl-taskfsm"], shell=args.shell), end="")
     return 0
@@ -724,11 +746,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import argcomplete
-
     parser = build_parser()
-    # Returns at once unless a shell asks for completions; options only after a "-", as kubectl.
-    argcomplete.autocomplete(parser, always_complete_options=False)
+    if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (argcomplete's protocol)
+        try:
+            import argcomplete
+        except ImportError:  # no client extra (the controller image): nothing to offer
+            return 1
+        # Exits after answering; options only after a "-", as kubectl.
+        argcomplete.autocomplete(parser, always_complete_options=False)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 

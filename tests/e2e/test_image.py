@@ -14,6 +14,7 @@ import sys
 import tarfile
 import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from taskfsm.tools import deploygen
 from taskfsm_dev import objects, oci
 from taskfsm_dev.process import ControllerProcess
 from taskfsm_dev.waiting import wait_for
-from tests.support import image, oci_image
+from tests.support import image, oci_image, release
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -115,8 +116,44 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+@pytest.fixture(scope="module")
+def released(tmp_path_factory: pytest.TempPathFactory) -> release.Release:
+    """``make release`` of this checkout's version (the tag and clean-tree checks aside: they are
+    unit-tested), once for the module."""
+    tag = f"v{deploygen.project_version()}"
+    return release.build(tag, tmp_path_factory.mktemp("dist"), check_git=False)
+
+
+@pytest.mark.timeout(900)  # the release builds the image (a cold root filesystem: minutes)
+def test_a_release_holds_the_wheel_the_image_and_the_chart_of_its_tag_with_checksums(released):
+    """``make release``: the wheel and sdist, the image archive and its SBOM, the chart package
+    whose version and appVersion are the tag's; SHA256SUMS checks every one of them."""
+    version = released.version
+    output = released.checksums.parent
+    assert {p.name for p in released.files} == {
+        f"taskfsm-{version}-py3-none-any.whl",
+        f"taskfsm-{version}.tar.gz",
+        f"taskfsm-{version}.oci.tar",
+        f"taskfsm-{version}.cdx.json",
+        f"taskfsm-{version}.tgz",
+    }
+    checked = subprocess.run(
+        ["sha256sum", "-c", "SHA256SUMS"], cwd=output, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count(": OK") == len(released.files)
+    with tarfile.open(output / f"taskfsm-{version}.tgz") as chart:
+        meta = yaml.safe_load(chart.extractfile("taskfsm/Chart.yaml").read())  # type: ignore[union-attr]  # a regular member
+    assert (meta["version"], meta["appVersion"]) == (version, version)
+    with zipfile.ZipFile(output / f"taskfsm-{version}-py3-none-any.whl") as wheel:
+        metadata = wheel.read(f"taskfsm-{version}.dist-info/METADATA").decode()
+    assert f"Version: {version}" in metadata
+    assert "Provides-Extra: client" in metadata
+    assert "Requires-Dist: graphviz==0.21; extra == 'client'" in metadata
+
+
 @pytest.mark.timeout(900)  # a cold root filesystem build (`make setup-test` makes it warm)
-def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
+def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path, released):
     """`make image`'s OCI archive (tests/support/oci_image.py) holds the tested root filesystem
     as one layer with the Dockerfile's USER, ENTRYPOINT and CMD; skopeo reads it both as an OCI
     archive and as a docker archive (docker load's format); podman loads it under the image's
@@ -125,7 +162,7 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     image's Python distributions, at uv.lock's versions."""
     rootfs = image.build()
     spec = image.dockerfile()
-    result = oci_image.write(tmp_path / "dist", rootfs=rootfs)
+    result = released.image
     version = deploygen.project_version()
     assert result.archive.name == f"taskfsm-{version}.oci.tar"
     assert result.sbom.parent == result.archive.parent
@@ -196,7 +233,8 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
         "ghcr.io/nagare-media/taskfsm",
         version,
     )
-    listed = {_normalized(c["name"]): c["version"] for c in bom["components"]}
+    python_components = [c for c in bom["components"] if c["purl"].startswith("pkg:pypi/")]
+    listed = {_normalized(c["name"]): c["version"] for c in python_components}
     site = rootfs / oci_image.VENV_SITE_PACKAGES
     installed = {
         _normalized(d.metadata["Name"]): d.version
@@ -211,5 +249,10 @@ def test_image_archive_is_the_tested_filesystem_and_loads(tmp_path):
     }
     assert {name: locked.get(name) for name in listed} == listed
     assert all(
-        c["purl"] == f"pkg:pypi/{_normalized(c['name'])}@{c['version']}" for c in bom["components"]
+        c["purl"] == f"pkg:pypi/{_normalized(c['name'])}@{c['version']}" for c in python_components
     )
+    # The base's Debian packages, from the image's dpkg database, each with a deb purl.
+    debian = {c["name"]: c for c in bom["components"] if c["purl"].startswith("pkg:deb/debian/")}
+    assert set(debian) == {name for name, _, _ in oci_image.debian_packages(rootfs)}
+    assert {"python3.11", "libc6", "ca-certificates"} <= set(debian)
+    assert len(debian) + len(python_components) == len(bom["components"])

@@ -44,8 +44,8 @@ KEEP = 3
 """How many ``deps-*`` and ``image-*`` directories stay in the cache (the newest)."""
 
 PYTHON_IMAGE_PACKAGES = ("python3.11", "ca-certificates", "netbase", "tzdata")
-"""What python:3.11-slim-<release> adds to debian:<release>-slim that taskfsm uses: the
-interpreter (Debian's, not a source build), CA certificates, /etc/services and time zones."""
+"""What the Dockerfile installs on debian:<release>-slim (its ``apt-get install`` line, checked by
+:func:`dockerfile`): the interpreter, CA certificates, /etc/services and time zones."""
 
 
 class ImageError(RuntimeError):
@@ -57,7 +57,7 @@ class Dockerfile:
     """What the test takes from the Dockerfile, so the two cannot drift apart."""
 
     release: str
-    """Debian release of the ``FROM python:3.11-slim-<release>`` image."""
+    """Debian release of the ``FROM debian:<release>-slim`` image."""
     uv_version: str
     """Tag of the ``ghcr.io/astral-sh/uv`` image the Dockerfile mounts uv from."""
     user: str
@@ -72,14 +72,20 @@ class Dockerfile:
 
 def dockerfile(path: Path = DOCKERFILE) -> Dockerfile:
     text = path.read_text(encoding="utf-8")
-    base = re.search(r"^FROM python:3\.11-slim-(\w+)\s*$", text, re.M)
+    base = re.search(r"^FROM debian:(\w+)-slim\s*$", text, re.M)
+    apt = re.search(r"--no-install-recommends \\\n\s*([^\\]+?)\s*\\", text)
     uv = re.search(r"^FROM ghcr\.io/astral-sh/uv:(\S+) AS uv\s*$", text, re.M)
     user = re.search(r"^USER (\S+)\s*$", text, re.M)
     entry = re.search(r"^ENTRYPOINT (\[.*\])\s*$", text, re.M)
     cmd = re.search(r"^CMD (\[.*\])\s*$", text, re.M)
-    if not (base and uv and user and entry and cmd):
+    if not (base and apt and uv and user and entry and cmd):
         raise ImageError(
-            f"{path}: expected FROM python:3.11-slim-<release>, FROM uv, USER, ENTRYPOINT, CMD"
+            f"{path}: expected FROM debian:<release>-slim, its apt-get install, FROM uv, USER,"
+            " ENTRYPOINT, CMD"
+        )
+    if tuple(apt.group(1).split()) != PYTHON_IMAGE_PACKAGES:
+        raise ImageError(
+            f"{path}: installs {apt.group(1).split()}, the offline build {PYTHON_IMAGE_PACKAGES}"
         )
     steps = tuple(re.findall(rf"{re.escape(INSTALL_SCRIPT)} (\w+) /src", text))
     return Dockerfile(

@@ -104,9 +104,27 @@ def labels(version: str, created: str) -> dict[str, str]:
     }
 
 
+def debian_packages(rootfs: Path) -> list[tuple[str, str, str]]:
+    """(name, version, architecture) of every Debian package installed in ``rootfs``, from dpkg's
+    own database (``/var/lib/dpkg/status``), sorted by name."""
+    status = rootfs / "var/lib/dpkg/status"
+    if not status.is_file():
+        raise image.ImageError(f"{status} is missing: not a Debian root filesystem")
+    found = []
+    for stanza in status.read_text(encoding="utf-8").split("\n\n"):
+        fields = dict(
+            line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " "
+        )
+        if fields.get("Status", "").endswith(" installed") and "Package" in fields:
+            found.append((fields["Package"], fields["Version"], fields.get("Architecture", "all")))
+    return sorted(found)
+
+
 def sbom(rootfs: Path, version: str, created: str) -> str:
     """CycloneDX 1.6 JSON: the image as the subject, every distribution of its environment as a
-    library component (name, version, pypi purl, licence as its metadata states it)."""
+    library component (name, version, pypi purl, licence as its metadata states it), and every
+    Debian package of its base as an application component (name, version, deb purl with its
+    architecture and release)."""
     from cyclonedx.contrib.license.factories import LicenseFactory
     from cyclonedx.contrib.this.builders import this_tool
     from cyclonedx.model.bom import Bom
@@ -145,6 +163,24 @@ def sbom(rootfs: Path, version: str, created: str) -> str:
             purl=purl,
             bom_ref=purl.to_string(),
             licenses=found,
+        )
+        components.append(component)
+        bom.components.add(component)
+    release = image.dockerfile().release
+    for name, deb_version, arch in debian_packages(rootfs):
+        purl = PackageURL(
+            type="deb",
+            namespace="debian",
+            name=name,
+            version=deb_version,
+            qualifiers={"arch": arch, "distro": f"debian-{release}"},
+        )
+        component = Component(
+            type=ComponentType.APPLICATION,
+            name=name,
+            version=deb_version,
+            purl=purl,
+            bom_ref=purl.to_string(),
         )
         components.append(component)
         bom.components.add(component)

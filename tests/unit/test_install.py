@@ -5,7 +5,8 @@ The wheel is built from this checkout (`uv build`), installed with its pinned de
 PyPI into a venv of Python 3.11 and one of 3.12 (found on PATH, under pyenv, or installed with
 `uv python install`; none found fails the test), and each venv's `taskfsm --version`,
 `taskfsm list --help`, `kubectl-taskfsm --version` and `taskfsm ui --help` run, and the UI's
-charts and script load from the installed package. The claimed
+charts and script load from the installed package. Installed without the ``client`` extra (as in
+the controller image), the controller runs and the client-only commands say what to install. The claimed
 versions are read from pyproject.toml, so widening `requires-python` without testing the new
 version fails here.
 """
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,31 +93,9 @@ def test_claimed_versions_are_at_least_3_11_and_3_12() -> None:
 
 @pytest.mark.parametrize("version", claimed_versions())
 def test_wheel_installs_and_runs_on(version: str, wheel: Path, tmp_path: Path) -> None:
-    """The wheel and its locked dependencies install into a fresh venv of ``version`` and the
-    console scripts run there."""
-    python = interpreter(version)
-    venv = tmp_path / "venv"
-    subprocess.run([*UV, "venv", "--python", python, str(venv)], check=True, capture_output=True)
-    install = subprocess.run(
-        [*UV, "pip", "install", "--python", str(venv / "bin" / "python"), str(wheel)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert install.returncode == 0, install.stderr[-3000:]
-
-    def run(*argv: str) -> str:
-        env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-        proc = subprocess.run(
-            [str(venv / "bin" / argv[0]), *argv[1:]],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=tmp_path,  # not the checkout: the installed package must be the one imported
-            env=env,
-        )
-        assert proc.returncode == 0, f"{argv}: {proc.stderr[-3000:]}"
-        return proc.stdout
+    """The wheel, its ``client`` extra and their locked dependencies install into a fresh venv of
+    ``version`` and the console scripts run there."""
+    run = _installed(version, f"{wheel}[client]", tmp_path)
 
     assert run("python", "-c", "import sys; print(sys.version_info[:2])") == (
         f"({version.replace('.', ', ')})\n"
@@ -133,3 +113,53 @@ def test_wheel_installs_and_runs_on(version: str, wheel: Path, tmp_path: Path) -
         "print(len(charts.svg('task', 'phases')), len(server._static('app.js')))",
     )
     assert all(int(n) > 1000 for n in sizes.split()), sizes
+
+
+def test_without_the_client_extra_the_controller_runs_and_client_commands_say_what_is_missing(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """The controller image installs taskfsm without the ``client`` extra (no graphviz or
+    argcomplete; aiohttp stays, the Kubernetes client needs it): ``taskfsm run`` starts as far as
+    its flags, and ``diagram`` and ``completion`` exit naming the extra."""
+    run = _installed("3.11", str(wheel), tmp_path)
+    missing = run(
+        "python",
+        "-c",
+        "import importlib.util as u; print([m for m in ('graphviz', 'argcomplete') if u.find_spec(m)])",
+    )
+    assert missing.strip() == "[]"
+    assert run("taskfsm", "--version").strip() == f"taskfsm {__version__}"
+    assert "--metrics-secure" in run("taskfsm", "run", "--help")
+    for command in (["diagram"], ["completion", "bash"]):
+        message = run("taskfsm", *command, expect=1)
+        assert "pip install 'taskfsm[client]'" in message, (command, message)
+
+
+def _installed(version: str, requirement: str, tmp_path: Path) -> Any:
+    """A fresh venv of Python ``version`` with ``requirement`` installed; returns a runner of its
+    console scripts (stdout, or stderr when ``expect`` is the non-zero exit it must end with)."""
+    python = interpreter(version)
+    venv = tmp_path / "venv"
+    subprocess.run([*UV, "venv", "--python", python, str(venv)], check=True, capture_output=True)
+    install = subprocess.run(
+        [*UV, "pip", "install", "--python", str(venv / "bin" / "python"), requirement],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+
+    def run(*argv: str, expect: int = 0) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+        proc = subprocess.run(
+            [str(venv / "bin" / argv[0]), *argv[1:]],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,  # not the checkout: the installed package must be the one imported
+            env=env,
+        )
+        assert proc.returncode == expect, f"{argv}: {proc.stderr[-3000:]}"
+        return proc.stdout if expect == 0 else proc.stderr
+
+    return run
