@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -135,3 +136,32 @@ def _trim_when_idle(
                 "returned free heap memory to the system",
                 extra={"released": bool(released), "seconds": round(last_trim - started, 4)},
             )
+
+
+CGROUP_LIMIT_FILES = (
+    Path("/sys/fs/cgroup/memory.max"),  # cgroup v2 (the container's own cgroup is the root)
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),  # cgroup v1
+)
+UNLIMITED_V1 = 1 << 62
+"""cgroup v1 shows "no limit" as a page-rounded 2**63 - 1; anything at or above this is none."""
+
+
+def memory_limit(files: Sequence[Path] = CGROUP_LIMIT_FILES) -> int | None:
+    """The memory limit of the container the process runs in (bytes), or None without one.
+
+    Read from the cgroup at each call (a scrape), so the gauge follows an in-place resize; the
+    alert on ``process_resident_memory_bytes`` against it needs nothing but the controller's own
+    metrics (no kube-state-metrics)."""
+    for path in files:
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except OSError:
+            continue
+        if text == "max":
+            return None
+        try:
+            limit = int(text)
+        except ValueError:
+            return None
+        return limit if 0 < limit < UNLIMITED_V1 else None
+    return None

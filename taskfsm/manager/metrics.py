@@ -48,6 +48,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from taskfsm.manager import memory
 from taskfsm.manager.queue import QueueMetrics
 
 CONTROLLER = "task"
@@ -98,6 +99,25 @@ class _QueueProgress(Collector):
             longest.add_metric([name, name], max(seconds, default=0.0))
         yield unfinished
         yield longest
+
+
+class _MemoryLimit(Collector):
+    """``taskfsm_memory_limit_bytes``: the container's memory limit (from its cgroup), read at
+    scrape time; no sample when there is no limit."""
+
+    def __init__(self, read: Callable[[], int | None] = memory.memory_limit) -> None:
+        self._read = read
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "taskfsm_memory_limit_bytes",
+            "The memory limit of the controller's container (its cgroup), in bytes; no sample "
+            "without a limit. process_resident_memory_bytes near it means an OOM kill is close.",
+        )
+        limit = self._read()
+        if limit is not None:
+            family.add_metric([], float(limit))
+        yield family
 
 
 class Metrics:
@@ -209,6 +229,7 @@ class Metrics:
         # The process (CPU, memory, file descriptors), garbage collector and interpreter series
         # every Python exporter has, in this registry (the default registry's are not used).
         ProcessCollector(registry=r)
+        r.register(_MemoryLimit())
         GCCollector(registry=r)
         PlatformCollector(registry=r)
 

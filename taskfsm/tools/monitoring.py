@@ -68,6 +68,10 @@ STUCK_PHASES: Final = c.TASK_PRE_RUNNING_PHASES
 STUCK_WORKER_SECONDS: Final = 300
 """TaskfsmWorkerStuck: a reconcile pass makes a few requests that each give up after 10 s, and an
 MPE client waits at most 30 s for its Job watch; a pass still running after 5 minutes hangs."""
+MEMORY_RATIO: Final = 0.85
+"""TaskfsmMemoryNearLimit: resident memory against the container's limit. The heap grows in steps
+(a relist after a restart needs what the steady state holds, docs/operations.md "Memory"), so
+15 % of headroom held for 15 minutes is the last warning before the kernel's OOM kill."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,7 @@ def alert_rules(series: Series) -> list[dict[str, Any]]:
     leader, depth = "leader_election_master_status", "workqueue_depth"
     tasks, healthy = "taskfsm_tasks", "taskfsm_watch_healthy"
     longest = "workqueue_longest_running_processor_seconds"
+    rss, limit = "process_resident_memory_bytes", "taskfsm_memory_limit_bytes"
     stuck = s(tasks, f'phase=~"{"|".join(STUCK_PHASES)}"')
     rules: list[dict[str, Any]] = [
         {
@@ -287,6 +292,25 @@ def alert_rules(series: Series) -> list[dict[str, Any]]:
                 ),
             },
         },
+        {
+            "alert": "TaskfsmMemoryNearLimit",
+            "expr": _lines(
+                f"{s(rss)}",
+                f"  / on (job, instance) {s(limit)}",
+                f"  > {MEMORY_RATIO}",
+            ),
+            "for": "15m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "taskfsm on {{ $labels.instance }} is near its memory limit",
+                "description": (
+                    "{{ $labels.instance }} has used {{ $value | humanizePercentage }} of its"
+                    " container's memory limit for 15 minutes; at the limit the kernel kills it"
+                    " (OOMKilled), and the restart relists every object, needing as much again."
+                    " The runbook says what holds the memory and how to make room."
+                ),
+            },
+        },
     ]
     for rule in rules:
         rule["annotations"]["runbook_url"] = f"{RUNBOOK_URL}#{rule['alert'].lower()}"
@@ -371,6 +395,7 @@ PANELS: Final[dict[str, tuple[str, str]]] = {
     "taskfsm_watch_healthy": ("Watches connected (1) or not (0)", "short"),
     "process_cpu_seconds": ("CPU used, in cores", "short"),
     "process_resident_memory_bytes": ("Memory in use (resident)", "bytes"),
+    "taskfsm_memory_limit_bytes": ("Memory limit of the container", "bytes"),
     "process_virtual_memory_bytes": ("Address space reserved (virtual memory)", "bytes"),
     "process_open_fds": ("Open files and connections", "short"),
     "python_gc_collections": ("Garbage collections per second, by generation", "short"),

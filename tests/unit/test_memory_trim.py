@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,33 @@ def test_glibc_trim_is_found_and_runs():
 
 def test_glibc_heaps_can_be_capped():
     assert memory.limit_arenas(memory.ARENAS)  # mallopt accepted M_ARENA_MAX (glibc)
+
+
+@pytest.mark.parametrize(
+    ("content", "limit"),
+    [
+        ("536870912\n", 536870912),  # cgroup v2 memory.max, or v1 limit_in_bytes
+        ("max\n", None),  # cgroup v2 without a limit
+        ("9223372036854771712\n", None),  # cgroup v1 without a limit (page-rounded 2**63 - 1)
+        ("garbage\n", None),
+    ],
+)
+def test_the_memory_limit_is_read_from_the_cgroup(
+    tmp_path: Path, content: str, limit: int | None
+) -> None:
+    path = tmp_path / "memory.max"
+    path.write_text(content)
+    assert memory.memory_limit([tmp_path / "absent", path]) == limit
+
+
+def test_without_a_cgroup_file_there_is_no_limit(tmp_path: Path) -> None:
+    assert memory.memory_limit([tmp_path / "absent"]) is None
+
+
+def test_the_limit_gauge_has_a_sample_only_with_a_limit() -> None:
+    from taskfsm.manager.metrics import _MemoryLimit
+
+    (with_limit,) = _MemoryLimit(lambda: 1024).collect()
+    assert [s.value for s in with_limit.samples] == [1024.0]
+    (without,) = _MemoryLimit(lambda: None).collect()
+    assert without.samples == []

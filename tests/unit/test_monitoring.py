@@ -102,6 +102,7 @@ def test_metric_definitions_are_the_controllers() -> None:
         # prometheus-client's process, garbage-collector and platform collectors
         "process_virtual_memory_bytes": ("gauge", ()),
         "process_resident_memory_bytes": ("gauge", ()),
+        "taskfsm_memory_limit_bytes": ("gauge", ()),
         "process_start_time_seconds": ("gauge", ()),
         "process_cpu_seconds_total": ("counter", ()),
         "process_open_fds": ("gauge", ()),
