@@ -1,4 +1,4 @@
-"""The one status write of a reconcile, shared by the Task and Workflow controllers.
+"""The one status write of a reconcile, shared by the Task, Workflow and MPE controllers.
 
 A merge patch of ``/status`` carrying, as a precondition, the resourceVersion the pass read:
 a status computed from a view that is no longer current (a lagging cache, a paused process,
@@ -30,12 +30,12 @@ def patch_status(
     """
     body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
     try:
-        updated = rest.patch(res, meta["namespace"], meta["name"], body, subresource="status")
+        updated = rest.patch(res, meta.get("namespace"), meta["name"], body, subresource="status")
     except NotFound:
         return None
     except Conflict:
         with contextlib.suppress(NotFound):
-            remember(rest.get(res, meta["namespace"], meta["name"]))
+            remember(rest.get(res, meta.get("namespace"), meta["name"]))
         raise
     remember(updated)
     return updated

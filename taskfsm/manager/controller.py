@@ -57,6 +57,7 @@ from taskfsm.kube.client import ApiClient
 from taskfsm.kube.events import EventRecorder
 from taskfsm.kube.informer import EventHandler
 from taskfsm.kube.leader import LeaderElector
+from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import Rest
 from taskfsm.manager import workers
 from taskfsm.manager.metrics import CONTROLLER, Metrics
@@ -170,6 +171,7 @@ class Controller:
             resync_seconds=s.mpe_resync_seconds,
             cleanup_timeout=s.cleanup_timeout,
             manages_status=self._manages_mpe_status,
+            remember=self._remember_mpe,
         )
         self.workflow_queue = WorkQueue(metrics=self._queue_metrics(WORKFLOW_CONTROLLER))
         self.workflow_reconciler = WorkflowReconciler(
@@ -326,6 +328,13 @@ class Controller:
         """Whether this replica writes the MPEs' finalizer and status (with buckets: the holder
         of bucket 0); every replica keeps the MPE clients its Tasks need."""
         return "mpe" in self.settings.controllers and self.ownership.holds(MPE_BUCKET)
+
+    def _remember_mpe(self, mpe: dict[str, Any]) -> None:
+        """An MPE as its status write left it, for the next pass (``caches.get``)."""
+        meta, res = mpe["metadata"], BY_KIND.get(mpe.get("kind") or "")
+        if res is not None:
+            key = ("main", res.plural, meta.get("namespace") or "", meta["name"])
+            self.caches.written.wrote(key, mpe)
 
     def _mpe_bucket(self, _key: str) -> int | None:
         return MPE_BUCKET if self.ownership.bucketed else None

@@ -32,7 +32,8 @@ from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeKey, ref_of_key
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.mpe.effects import MpeEffects, MpePorts, ShuttingDown
-from taskfsm.controllers.result import AT_ONCE, Result
+from taskfsm.controllers.result import AT_ONCE, Result, is_transient, retry_after_of
+from taskfsm.controllers.status_write import patch_status
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.events import EventRecorder
 from taskfsm.kube.resources import BY_KIND
@@ -63,6 +64,8 @@ class MpeReconciler:
         collect_orphans: deletes the children of gone Tasks in one of the MPE's clusters.
         resync_seconds: how often a live MPE is looked at again without events.
         cleanup_timeout: ``--cleanup-timeout``.
+        remember: keeps an MPE this process wrote (or found newer on a 409) for ``get`` to return
+            until the cache has caught up.
         manages_status: asked at the start of every reconcile; False while another replica (the
             holder of bucket 0 with ``--buckets``) or nobody (``--controllers`` without ``mpe``)
             writes the MPE's finalizer and status: this replica then only keeps the MPE's
@@ -82,9 +85,11 @@ class MpeReconciler:
         resync_seconds: float,
         cleanup_timeout: float,
         manages_status: Callable[[], bool] = lambda: True,
+        remember: Callable[[dict[str, Any]], None] = lambda _written: None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.rest = rest
+        self.remember = remember
         self.manages_status = manages_status
         self.registry = registry
         self.events = events
@@ -107,11 +112,20 @@ class MpeReconciler:
         error = outcome.error
         if error is not None and isinstance(error.exception, ShuttingDown):
             return Result()  # say nothing about the MPE
+        written: KubeError | None = None
         if mpe is not None and not outcome.finalized:
-            self._write_status(mpe, outcome)
+            written = self._write_status(mpe, outcome)
         for note in outcome.events:
             if mpe is not None:
                 self.events.record(mpe, note.type, note.reason, note.note)
+        if error is None and written is not None:
+            # The verdict did not land: retried like any failed write (a 409 means the pass read
+            # a view that is no longer current; the retry reads again).
+            return Result(
+                error=f"status write failed: {written}",
+                transient=is_transient(written),
+                retry_after=retry_after_of(written),
+            )
         if error is not None:
             if isinstance(error.exception, KubeError) and not isinstance(error.exception, MpeError):
                 log.warning("MediaProcessingEntity reconcile failed", extra={"error": str(error)})
@@ -157,12 +171,14 @@ class MpeReconciler:
             conditions=conditions,
         )
 
-    def _write_status(self, mpe: dict[str, Any], outcome: MpeReconcileOutcome) -> None:
+    def _write_status(self, mpe: dict[str, Any], outcome: MpeReconcileOutcome) -> KubeError | None:
         """Patch ``status.conditions`` and ``status.message`` when the pass's verdict changed
-        them (a pass without a verdict on the MPE writes nothing)."""
+        them (a pass without a verdict on the MPE writes nothing), at the resourceVersion the
+        pass read (taskfsm/controllers/status_write.py); returns the error of a write that did
+        not land."""
         detail = outcome.last.detail
         if detail is None:
-            return
+            return None
         status = mpe.get("status") or {}
         conditions = [cond.to_dict() for cond in outcome.last.conditions]
         message = bounded_message(detail.message)  # a remote cluster's error may be long
@@ -170,15 +186,16 @@ class MpeReconciler:
             conditions == (status.get("conditions") or [])
             and (status.get("message") or "") == message
         ):
-            return
-        meta = mpe["metadata"]
+            return None
         try:
-            self.rest.patch(
+            patch_status(
+                self.rest,
                 BY_KIND[mpe["kind"]],
-                meta.get("namespace"),
-                meta["name"],
-                {"status": {"conditions": conditions, "message": message}},
-                subresource="status",
+                mpe["metadata"],
+                {"conditions": conditions, "message": message},
+                remember=self.remember,  # the next pass reads it, not a lagging cache
             )
         except KubeError as exc:
             log.warning("could not update MediaProcessingEntity status", extra={"error": str(exc)})
+            return exc
+        return None
