@@ -204,6 +204,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         job_pods_refused_timeout=args.job_pods_refused_timeout,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir or None,
+        metrics_tenant_labels=args.metrics_tenant_labels,
         kubeconfig_policy=KubeconfigPolicy(
             allow_exec=args.allow_kubeconfig_exec,
             allow_insecure=args.allow_kubeconfig_insecure,
@@ -562,6 +563,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-cert-dir",
         help="directory with tls.crt and tls.key for --metrics-secure (reloaded when they change); "
         "without it a self-signed certificate is made at start",
+    )
+    run.add_argument(
+        "--metrics-tenant-labels",
+        action="store_true",
+        help="let metric labels name tenants' remote API servers and Job namespaces (one "
+        "taskfsm_watch_healthy series per MediaProcessingEntity Job watch, the remote host of "
+        "rest_client_requests_total); without it they read jobs@main, jobs@remote and remote",
     )
     run.add_argument(
         "--allow-kubeconfig-exec",
