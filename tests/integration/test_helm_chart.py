@@ -107,6 +107,29 @@ def test_chart_versions_come_from_the_one_version_source():
     assert image == f"ghcr.io/nagare-media/taskfsm:{version}" == deploygen.image()
 
 
+def test_chart_states_the_minimum_kubernetes_version():
+    """Chart.yaml's kubeVersion is the stated minimum (docs/install.md): helm renders for it and
+    for managed clusters' pre-release-suffixed versions, and refuses the version before it."""
+    chart = yaml.safe_load((REPO / CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == f">= {deploygen.MIN_KUBERNETES}.0-0"
+    assert (
+        f"Kubernetes {deploygen.MIN_KUBERNETES} or later"
+        in (REPO / "docs" / "install.md").read_text()
+    )
+    major, minor = (int(p) for p in deploygen.MIN_KUBERNETES.split("."))
+    assert render("--kube-version", f"v{major}.{minor}.0")
+    assert render("--kube-version", f"v{major}.{minor}.2-eks-1234")
+    proc = kubetools.run(
+        kubetools.quote(
+            "helm", "template", "t", CHART, "--kube-version", f"v{major}.{minor - 1}.9"
+        ),
+        "/dev/null",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "kubeVersion" in proc.stderr or "incompatible" in proc.stderr, proc.stderr
+
+
 def test_values_change_what_they_say():
     """Image, replicas, workers, namespace, leader election, log format, metrics, probes,
     resources, ServiceMonitor, PodDisruptionBudget, ServiceAccount and RBAC values show up in the
