@@ -5,6 +5,7 @@ runs it.
 * ``deploy/rbac.yaml`` and the chart's ``templates/rbac.yaml``: from ``taskfsm.tools.rbac``;
 * the chart's ``values.schema.json`` and the values table of its ``README.md``, both from the
   ``# --`` comments of ``values.yaml`` and its defaults (:func:`values_schema`);
+* the kustomize components ``deploy/components/*`` (:func:`kustomize_components`);
 * the image line of ``deploy/manager.yaml`` (otherwise written by hand) and the chart's
   ``Chart.yaml``: :data:`IMAGE_REPOSITORY` and taskfsm's version, whose one source is
   ``version`` in ``pyproject.toml`` (the image tag, the chart's ``version`` and ``appVersion``,
@@ -306,6 +307,170 @@ def chart_job_policy() -> str:
     )
 
 
+COMPONENTS_HEADER = (
+    f"{GENERATED} (taskfsm/tools/deploygen.py, kustomize_components); do not edit.\n"
+)
+METRICS_SERVICE = "taskfsm-controller-metrics"
+"""The metrics Service of deploy/manager.yaml: the ``job`` label a ServiceMonitor gives its
+targets, which the alerts select (:data:`taskfsm.tools.monitoring.SELECTOR`)."""
+METRICS_TLS_SECRET = f"{METRICS_SERVICE}-tls"
+"""The Secret of the metrics certificate in the kustomize components (the chart's name for
+release ``taskfsm``): component ``cert-manager-metrics`` has cert-manager write it, component
+``monitoring`` verifies the endpoint against its ``ca.crt``."""
+GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+"""The label Grafana's dashboard sidecar looks for by default (value ``"1"``)."""
+_LABELS = {"app.kubernetes.io/name": "taskfsm", "app.kubernetes.io/component": "controller"}
+
+
+def _docs(*docs: dict[str, Any]) -> str:
+    return "".join("---\n" + yaml.safe_dump(d, sort_keys=False, width=1000) for d in docs)
+
+
+def _component(comment: str, **fields: Any) -> str:
+    body = {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component", **fields}
+    return COMPONENTS_HEADER + comment + yaml.safe_dump(body, sort_keys=False)
+
+
+def kustomize_components() -> dict[str, str]:
+    """deploy/components/*: kustomize components over the base ``deploy/`` that mirror the
+    chart's options (docs/install.md, "With kustomize"), paths relative to deploy/."""
+    from taskfsm.tools import monitoring
+
+    meta = {"namespace": "taskfsm-system", "labels": dict(_LABELS)}
+    service_monitor = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "taskfsm-controller", **meta},
+        "spec": {
+            "namespaceSelector": {"matchNames": ["taskfsm-system"]},
+            "selector": {"matchLabels": dict(_LABELS)},
+            "endpoints": [
+                {
+                    "port": "metrics",
+                    "path": "/metrics",
+                    "interval": "30s",
+                    "scrapeTimeout": "10s",
+                    "scheme": "https",
+                    "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                    "tlsConfig": {
+                        "serverName": f"{METRICS_SERVICE}.taskfsm-system.svc",
+                        "ca": {"secret": {"name": METRICS_TLS_SECRET, "key": "ca.crt"}},
+                    },
+                }
+            ],
+        },
+    }
+    monitoring_files = monitoring.expected_files()
+    rule_text = monitoring_files["deploy/monitoring/prometheusrule.yaml"]
+    dashboard_json = monitoring_files["deploy/monitoring/grafana-dashboard.json"]
+    dashboard = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "taskfsm-dashboard",
+            "namespace": "taskfsm-system",
+            "labels": {**_LABELS, GRAFANA_DASHBOARD_LABEL: "1"},
+        },
+        "data": {"taskfsm.json": dashboard_json},
+    }
+    certificate = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": METRICS_SERVICE, **meta},
+        "spec": {
+            "secretName": METRICS_TLS_SECRET,
+            "duration": "2160h",
+            "dnsNames": [
+                f"{METRICS_SERVICE}.taskfsm-system.svc",
+                f"{METRICS_SERVICE}.taskfsm-system.svc.cluster.local",
+            ],
+            # Patch in your issuer (docs/install.md, "Metrics"): one that writes ca.crt.
+            "issuerRef": {
+                "name": "taskfsm-metrics-issuer",
+                "kind": "ClusterIssuer",
+                "group": "cert-manager.io",
+            },
+        },
+    }
+    container = "/spec/template/spec/containers/0"
+    # --metrics-cert-dir right after --metrics-secure, where the chart renders it
+    manager = yaml.safe_load_all((DEPLOY_DIR / "manager.yaml").read_text(encoding="utf-8"))
+    deployment_doc = next(d for d in manager if d and d["kind"] == "Deployment")
+    args = deployment_doc["spec"]["template"]["spec"]["containers"][0]["args"]
+    at = args.index("--metrics-secure") + 1
+    mount_patch = [
+        {
+            "op": "add",
+            "path": f"{container}/args/{at}",
+            "value": "--metrics-cert-dir=/etc/taskfsm/metrics-certs",
+        },
+        {
+            "op": "add",
+            "path": f"{container}/volumeMounts/-",
+            "value": {
+                "name": "metrics-certs",
+                "mountPath": "/etc/taskfsm/metrics-certs",
+                "readOnly": True,
+            },
+        },
+        {
+            "op": "add",
+            "path": "/spec/template/spec/volumes/-",
+            "value": {"name": "metrics-certs", "secret": {"secretName": METRICS_TLS_SECRET}},
+        },
+    ]
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "taskfsm-controller", **meta},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(_LABELS)}},
+    }
+    policy = "".join(
+        "---\n" + yaml.safe_dump(doc, sort_keys=False, width=1000) for doc in job_policy.render()
+    )
+    deployment = {
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+        "name": "taskfsm-controller",
+    }
+    return {
+        "components/monitoring/kustomization.yaml": _component(
+            "# The ServiceMonitor (HTTPS, verified against ca.crt of the Secret\n"
+            f"# {METRICS_TLS_SECRET}: add the cert-manager-metrics component, or make\n"
+            "# that Secret), the PrometheusRule with taskfsm's alerts (their job selector is the\n"
+            "# Service name, the job label the ServiceMonitor gives) and the Grafana dashboard as\n"
+            f'# a ConfigMap labelled {GRAFANA_DASHBOARD_LABEL}: "1" for Grafana\'s sidecar.\n'
+            "# Needs the Prometheus Operator's CRDs.\n",
+            resources=["servicemonitor.yaml", "prometheusrule.yaml", "dashboard.yaml"],
+        ),
+        "components/monitoring/servicemonitor.yaml": COMPONENTS_HEADER + _docs(service_monitor),
+        "components/monitoring/prometheusrule.yaml": COMPONENTS_HEADER
+        + rule_text.split("\n", 2)[2],
+        "components/monitoring/dashboard.yaml": COMPONENTS_HEADER + _docs(dashboard),
+        "components/cert-manager-metrics/kustomization.yaml": _component(
+            "# A cert-manager Certificate for the metrics Service, its Secret mounted as\n"
+            "# --metrics-cert-dir (reloaded when renewed). Patch spec.issuerRef to your issuer.\n",
+            resources=["certificate.yaml"],
+            patches=[{"target": deployment, "path": "mount-certificate.yaml"}],
+        ),
+        "components/cert-manager-metrics/certificate.yaml": COMPONENTS_HEADER + _docs(certificate),
+        "components/cert-manager-metrics/mount-certificate.yaml": COMPONENTS_HEADER
+        + yaml.safe_dump(mount_patch, sort_keys=False, width=1000),
+        "components/job-policy/kustomization.yaml": _component(
+            "# The ValidatingAdmissionPolicy bounding the controller's Jobs (docs/security.md,\n"
+            '# "What a Job may be"); Kubernetes 1.30 or later.\n',
+            resources=["job-policy.yaml"],
+        ),
+        "components/job-policy/job-policy.yaml": COMPONENTS_HEADER + policy,
+        "components/pdb/kustomization.yaml": _component(
+            "# A PodDisruptionBudget keeping one controller Pod through voluntary disruptions.\n",
+            resources=["pdb.yaml"],
+        ),
+        "components/pdb/pdb.yaml": COMPONENTS_HEADER + _docs(pdb),
+    }
+
+
 def expected_files(directory: Path = DEPLOY_DIR) -> dict[str, str]:
     """Generated file → its content, paths relative to ``directory`` (deploy/)."""
     crds = (
@@ -339,6 +504,7 @@ def expected_files(directory: Path = DEPLOY_DIR) -> dict[str, str]:
             values_text,
         ),
         "chart/values.schema.json": json.dumps(values_schema(values_text), indent=2) + "\n",
+        **kustomize_components(),
     }
 
 
