@@ -384,9 +384,19 @@ def cmd_render_job(args: argparse.Namespace) -> int:
     return render_job.main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+PLUGIN = "kubectl-taskfsm"
+"""The kubectl plugin's executable (``kubectl taskfsm ...``): the same CLI under another name."""
+
+
+def program_name(argv0: str) -> str:
+    """What usage and help call the program: ``kubectl taskfsm`` when run as the kubectl plugin
+    (kubectl passes the plugin's path as ``argv[0]``), else ``taskfsm``."""
+    return "kubectl taskfsm" if os.path.basename(argv0) == PLUGIN else "taskfsm"
+
+
+def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="taskfsm",
+        prog=prog,
         description="taskfsm: the nagare media engine Task controller, and its tools.",
     )
     parser.add_argument("--version", action="version", version=f"taskfsm {__version__}")
@@ -758,7 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     import argcomplete
 
-    parser = build_parser()
+    parser = build_parser(program_name(sys.argv[0]))
     # Returns at once unless a shell asks for completions; options only after a "-", as kubectl.
     argcomplete.autocomplete(parser, always_complete_options=False)
     args = parser.parse_args(argv)
