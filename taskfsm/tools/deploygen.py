@@ -319,6 +319,10 @@ release ``taskfsm``): component ``cert-manager-metrics`` has cert-manager write 
 ``monitoring`` verifies the endpoint against its ``ca.crt``."""
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
 """The label Grafana's dashboard sidecar looks for by default (value ``"1"``)."""
+WATCH_CONFIG = "taskfsm-watch-namespace"
+"""The ConfigMap (kustomize local-config) whose ``data.namespace`` the ``namespaced`` component
+watches."""
+WATCH_PLACEHOLDER = "watched-namespace"
 _LABELS = {"app.kubernetes.io/name": "taskfsm", "app.kubernetes.io/component": "controller"}
 
 
@@ -428,6 +432,42 @@ def kustomize_components() -> dict[str, str]:
     policy = "".join(
         "---\n" + yaml.safe_dump(doc, sort_keys=False, width=1000) for doc in job_policy.render()
     )
+    # namespaced: the Role, its binding and the narrowed ClusterRole of rbac.manifests with a
+    # watched namespace; the namespace comes from the overlay's ConfigMap (replacements).
+    watched = rbac.manifests(watch_namespace=WATCH_PLACEHOLDER)
+    role, role_binding, cluster_role = watched[1], watched[2], watched[3]
+    workers_at = next(i for i, a in enumerate(args) if a.startswith("--workers=")) + 1
+    namespace_patch = [
+        {
+            "op": "add",
+            "path": f"{container}/args/{workers_at}",
+            "value": f"--namespace={WATCH_PLACEHOLDER}",
+        },
+        {"op": "replace", "path": "/rules", "value": cluster_role["rules"]},
+    ]
+    source = {"kind": "ConfigMap", "name": WATCH_CONFIG, "fieldPath": "data.namespace"}
+    replacements = [
+        {
+            "source": source,
+            "targets": [
+                {
+                    "select": {"kind": "Role", "name": "taskfsm-controller"},
+                    "fieldPaths": ["metadata.namespace"],
+                },
+                {
+                    "select": {"kind": "RoleBinding", "name": "taskfsm-controller"},
+                    "fieldPaths": ["metadata.namespace"],
+                },
+                {
+                    "select": {"kind": "Deployment", "name": "taskfsm-controller"},
+                    "fieldPaths": [
+                        f"spec.template.spec.containers.[name=controller].args.{workers_at}"
+                    ],
+                    "options": {"delimiter": "=", "index": 1},
+                },
+            ],
+        }
+    ]
     deployment = {
         "group": "apps",
         "version": "v1",
@@ -468,6 +508,32 @@ def kustomize_components() -> dict[str, str]:
             resources=["pdb.yaml"],
         ),
         "components/pdb/pdb.yaml": COMPONENTS_HEADER + _docs(pdb),
+        "components/namespaced/kustomization.yaml": _component(
+            "# Watch one namespace (the chart's watchNamespace): --namespace, the namespaced\n"
+            "# rights a Role there, the ClusterRole only the cluster-scoped kinds'. The\n"
+            f"# namespace is data.namespace of a ConfigMap {WATCH_CONFIG} your overlay\n"
+            "# lists under resources,\n"
+            '# annotated config.kubernetes.io/local-config: "true" (docs/install.md).\n',
+            resources=["role.yaml"],
+            patches=[
+                {"target": {**deployment}, "path": "namespace-flag.yaml"},
+                {
+                    "target": {
+                        "group": "rbac.authorization.k8s.io",
+                        "version": "v1",
+                        "kind": "ClusterRole",
+                        "name": "taskfsm-controller",
+                    },
+                    "path": "cluster-role.yaml",
+                },
+            ],
+            replacements=replacements,
+        ),
+        "components/namespaced/role.yaml": COMPONENTS_HEADER + _docs(role, role_binding),
+        "components/namespaced/namespace-flag.yaml": COMPONENTS_HEADER
+        + yaml.safe_dump(namespace_patch[:1], sort_keys=False, width=1000),
+        "components/namespaced/cluster-role.yaml": COMPONENTS_HEADER
+        + yaml.safe_dump(namespace_patch[1:], sort_keys=False, width=1000),
     }
 
 

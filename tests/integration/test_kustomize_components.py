@@ -17,7 +17,9 @@ from tests.support import kubetools
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-COMPONENTS = ("monitoring", "cert-manager-metrics", "job-policy", "pdb")
+COMPONENTS = ("monitoring", "cert-manager-metrics", "job-policy", "pdb", "namespaced")
+WATCHED = "media"
+"""The namespace the overlays give the namespaced component (its local-config ConfigMap)."""
 NEEDS_OTHER_CRDS = {"ServiceMonitor", "PrometheusRule", "Certificate"}
 """Kinds of the Prometheus Operator and cert-manager, whose CRDs the test API server lacks."""
 
@@ -28,6 +30,18 @@ def kustomize(tmp_path: Path, *components: str, namespace: str | None = None) ->
     overlay.mkdir(exist_ok=True)
     base = os.path.relpath(DEPLOY, overlay)
     body: dict = {"resources": [base]}
+    if "namespaced" in components:
+        watch = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": deploygen.WATCH_CONFIG,
+                "annotations": {"config.kubernetes.io/local-config": "true"},
+            },
+            "data": {"namespace": WATCHED},
+        }
+        (overlay / "watch.yaml").write_text(yaml.safe_dump(watch))
+        body["resources"].append("watch.yaml")
     if components:
         body["components"] = [f"{base}/components/{c}" for c in components]
     if namespace:
@@ -54,14 +68,17 @@ def test_every_component_is_listed_and_renders_over_the_base(tmp_path):
             ("ValidatingAdmissionPolicyBinding", "taskfsm-job-bounds"),
         },
         "pdb": {("PodDisruptionBudget", "taskfsm-controller")},
+        "namespaced": {("Role", "taskfsm-controller"), ("RoleBinding", "taskfsm-controller")},
+    }
+    changes = {
+        "cert-manager-metrics": {("Deployment", "taskfsm-controller")},
+        "namespaced": {("Deployment", "taskfsm-controller"), ("ClusterRole", "taskfsm-controller")},
     }
     for component, objects in added.items():
         docs = by_kind(kustomize(tmp_path, component))
         assert set(docs) - set(base) == objects, component
         changed = {k for k in base if docs[k] != base[k]}
-        assert changed == (
-            {("Deployment", "taskfsm-controller")} if component == "cert-manager-metrics" else set()
-        ), component
+        assert changed == changes.get(component, set()), component
 
 
 def test_components_render_what_the_chart_renders_for_the_same_options(tmp_path):
@@ -93,6 +110,23 @@ def test_components_render_what_the_chart_renders_for_the_same_options(tmp_path)
             kustomized[(kind, "taskfsm-job-bounds")]["spec"]
             == chart[(kind, "taskfsm-job-bounds")]["spec"]
         )
+
+
+def test_namespaced_component_renders_what_the_chart_renders_with_watch_namespace(tmp_path):
+    """With the namespace from the overlay's local-config ConfigMap (which is not rendered), the
+    component gives the chart's watchNamespace objects: --namespace, a Role and RoleBinding
+    there, a ClusterRole for the cluster-scoped kinds only."""
+    kustomized = by_kind(kustomize(tmp_path, "namespaced"))
+    assert ("ConfigMap", deploygen.WATCH_CONFIG) not in kustomized
+    chart = by_kind(render("--set", f"watchNamespace={WATCHED}"))
+    for key in (
+        ("Role", "taskfsm-controller"),
+        ("RoleBinding", "taskfsm-controller"),
+        ("ClusterRole", "taskfsm-controller"),
+        ("Deployment", "taskfsm-controller"),
+    ):
+        assert comparable(kustomized[key]) == comparable(chart[key]), key
+    assert kustomized[("Role", "taskfsm-controller")]["metadata"]["namespace"] == WATCHED
 
 
 def test_alerts_select_the_job_the_service_monitor_creates(tmp_path):
