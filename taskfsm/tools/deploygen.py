@@ -468,6 +468,22 @@ def kustomize_components() -> dict[str, str]:
             ],
         }
     ]
+    # plain-metrics: the explicit opt-out of HTTPS (the chart's metrics.secure=false with
+    # metrics.port=8080): --metrics-secure out, port 8080 in the Pod, Service and NetworkPolicy.
+    secure_at = args.index("--metrics-secure")
+    bind_at = next(i for i, a in enumerate(args) if a.startswith("--metrics-bind-address="))
+    plain_deployment = [
+        {"op": "test", "path": f"{container}/args/{secure_at}", "value": "--metrics-secure"},
+        {"op": "remove", "path": f"{container}/args/{secure_at}"},
+        {
+            "op": "replace",
+            "path": f"{container}/args/{bind_at}",
+            "value": "--metrics-bind-address=:8080",
+        },
+        {"op": "replace", "path": f"{container}/ports/0/containerPort", "value": 8080},
+    ]
+    plain_service = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]
+    plain_policy = [{"op": "replace", "path": "/spec/ingress/0/ports/0/port", "value": 8080}]
     deployment = {
         "group": "apps",
         "version": "v1",
@@ -508,6 +524,33 @@ def kustomize_components() -> dict[str, str]:
             resources=["pdb.yaml"],
         ),
         "components/pdb/pdb.yaml": COMPONENTS_HEADER + _docs(pdb),
+        "components/plain-metrics/kustomization.yaml": _component(
+            "# The explicit opt-out of secure metrics: plain HTTP on 8080 that anyone the\n"
+            "# NetworkPolicy admits may read (the chart's metrics.secure=false). Not together\n"
+            "# with the monitoring or cert-manager-metrics components, which serve HTTPS.\n",
+            patches=[
+                {"target": {**deployment}, "path": "deployment.yaml"},
+                {
+                    "target": {"version": "v1", "kind": "Service", "name": METRICS_SERVICE},
+                    "path": "service.yaml",
+                },
+                {
+                    "target": {
+                        "group": "networking.k8s.io",
+                        "version": "v1",
+                        "kind": "NetworkPolicy",
+                        "name": "taskfsm-controller",
+                    },
+                    "path": "network-policy.yaml",
+                },
+            ],
+        ),
+        "components/plain-metrics/deployment.yaml": COMPONENTS_HEADER
+        + yaml.safe_dump(plain_deployment, sort_keys=False, width=1000),
+        "components/plain-metrics/service.yaml": COMPONENTS_HEADER
+        + yaml.safe_dump(plain_service, sort_keys=False, width=1000),
+        "components/plain-metrics/network-policy.yaml": COMPONENTS_HEADER
+        + yaml.safe_dump(plain_policy, sort_keys=False, width=1000),
         "components/namespaced/kustomization.yaml": _component(
             "# Watch one namespace (the chart's watchNamespace): --namespace, the namespaced\n"
             "# rights a Role there, the ClusterRole only the cluster-scoped kinds'. The\n"

@@ -18,6 +18,8 @@ from tests.support import kubetools
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 COMPONENTS = ("monitoring", "cert-manager-metrics", "job-policy", "pdb", "namespaced")
+OPT_OUTS = ("plain-metrics",)
+"""Components that undo a default; not combined with the others in the dry-run."""
 WATCHED = "media"
 """The namespace the overlays give the namespaced component (its local-config ConfigMap)."""
 NEEDS_OTHER_CRDS = {"ServiceMonitor", "PrometheusRule", "Certificate"}
@@ -54,7 +56,9 @@ def kustomize(tmp_path: Path, *components: str, namespace: str | None = None) ->
 def test_every_component_is_listed_and_renders_over_the_base(tmp_path):
     """deploy/components holds exactly the documented components; each adds its objects to the
     base's and changes nothing else but what it says."""
-    assert sorted(p.name for p in (DEPLOY / "components").iterdir()) == sorted(COMPONENTS)
+    assert sorted(p.name for p in (DEPLOY / "components").iterdir()) == sorted(
+        COMPONENTS + OPT_OUTS
+    )
     base = by_kind(kustomize(tmp_path))
     added = {
         "monitoring": {
@@ -69,10 +73,16 @@ def test_every_component_is_listed_and_renders_over_the_base(tmp_path):
         },
         "pdb": {("PodDisruptionBudget", "taskfsm-controller")},
         "namespaced": {("Role", "taskfsm-controller"), ("RoleBinding", "taskfsm-controller")},
+        "plain-metrics": set(),
     }
     changes = {
         "cert-manager-metrics": {("Deployment", "taskfsm-controller")},
         "namespaced": {("Deployment", "taskfsm-controller"), ("ClusterRole", "taskfsm-controller")},
+        "plain-metrics": {
+            ("Deployment", "taskfsm-controller"),
+            ("Service", "taskfsm-controller-metrics"),
+            ("NetworkPolicy", "taskfsm-controller"),
+        },
     }
     for component, objects in added.items():
         docs = by_kind(kustomize(tmp_path, component))
@@ -127,6 +137,39 @@ def test_namespaced_component_renders_what_the_chart_renders_with_watch_namespac
     ):
         assert comparable(kustomized[key]) == comparable(chart[key]), key
     assert kustomized[("Role", "taskfsm-controller")]["metadata"]["namespace"] == WATCHED
+
+
+def test_plain_metrics_component_is_the_charts_explicit_opt_out(tmp_path):
+    """plain-metrics renders what the chart renders with metrics.secure=false,metrics.port=8080:
+    no --metrics-secure, HTTP on 8080 in the Pod, the Service and the NetworkPolicy."""
+    kustomized = by_kind(kustomize(tmp_path, "plain-metrics"))
+    chart = by_kind(render("--set", "metrics.secure=false,metrics.port=8080"))
+    for key in (
+        ("Deployment", "taskfsm-controller"),
+        ("Service", "taskfsm-controller-metrics"),
+        ("NetworkPolicy", "taskfsm-controller"),
+    ):
+        assert comparable(kustomized[key]) == comparable(chart[key]), key
+    args = kustomized[("Deployment", "taskfsm-controller")]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert "--metrics-secure" not in args
+
+
+@pytest.mark.parametrize("components", [OPT_OUTS])
+def test_opt_out_components_pass_server_side_dry_run(
+    control_plane, crds, namespace, tmp_path, components
+):
+    docs = kustomize(tmp_path, *components, namespace=namespace)
+    manifest = tmp_path / "rendered.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs))
+    proc = kubetools.run(
+        kubetools.quote("kubectl", "apply", "--dry-run=server", "-f", str(manifest)),
+        control_plane.kubeconfig,
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(docs)
+    assert all(line.endswith("(server dry run)") for line in lines), proc.stdout
 
 
 def test_alerts_select_the_job_the_service_monitor_creates(tmp_path):
