@@ -229,3 +229,46 @@ def test_rendered_components_pass_server_side_dry_run(
     if components:
         assert any("poddisruptionbudget" in line for line in lines)
         assert any("validatingadmissionpolicy." in line for line in lines)
+
+
+def test_base_with_every_component_applies_on_a_fresh_api_server(tmp_path):
+    """`kubectl apply` (for real, not a dry-run) of the base with every component on an API
+    server of its own creates every object (but the ServiceMonitor, PrometheusRule and
+    Certificate, whose CRDs it lacks): the CRDs before the Namespace's objects, the Role in the
+    watched namespace, the admission policy and the PodDisruptionBudget."""
+    from taskfsm_dev.controlplane import ControlPlane
+
+    docs = [d for d in kustomize(tmp_path, *COMPONENTS) if d["kind"] not in NEEDS_OTHER_CRDS]
+    manifest = tmp_path / "rendered.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs))
+    with ControlPlane(name="taskfsm-kustomize") as cluster:
+        kubetools.run(
+            kubetools.quote("kubectl", "create", "namespace", WATCHED), cluster.kubeconfig
+        )
+        proc = kubetools.run(
+            kubetools.quote("kubectl", "apply", "--server-side", "-f", str(manifest)),
+            cluster.kubeconfig,
+        )
+        assert len(proc.stdout.splitlines()) == len(docs), proc.stdout
+        got = kubetools.run(
+            kubetools.quote(
+                "kubectl", "get", "-n", "taskfsm-system",
+                "deployment/taskfsm-controller", "poddisruptionbudget/taskfsm-controller",
+                "networkpolicy/taskfsm-controller", "service/taskfsm-controller-metrics",
+                "-o", "name",
+            ),
+            cluster.kubeconfig,
+        ).stdout.split()  # fmt: skip
+        assert len(got) == 4, got
+        role = kubetools.run(
+            kubetools.quote(
+                "kubectl", "get", "-n", WATCHED, "role/taskfsm-controller", "-o", "name"
+            ),
+            cluster.kubeconfig,
+        ).stdout.strip()
+        assert role == "role.rbac.authorization.k8s.io/taskfsm-controller"
+        policy = kubetools.run(
+            kubetools.quote("kubectl", "get", "validatingadmissionpolicy", "-o", "name"),
+            cluster.kubeconfig,
+        ).stdout
+        assert "taskfsm-job-bounds" in policy
