@@ -582,6 +582,8 @@ def expected_files() -> dict[str, str]:
         "deploy/monitoring/grafana-dashboard.json": json.dumps(dashboard(definitions), indent=2)
         + "\n",
         "deploy/chart/files/prometheus-rules.yaml": rules_text,
+        "deploy/chart/files/grafana-dashboard.json": json.dumps(dashboard(definitions), indent=2)
+        + "\n",
         OPERATIONS: operations_page((ROOT / OPERATIONS).read_text(encoding="utf-8"), definitions),
     }
 

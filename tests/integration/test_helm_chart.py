@@ -74,7 +74,7 @@ def test_chart_passes_helm_lint_with_defaults_and_every_option():
         "--set",
         "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true",
         "--set",
-        "metrics.certManager.enabled=true,metrics.certManager.issuerRef.name=ca",
+        "metrics.dashboard.enabled=true,metrics.certManager.enabled=true,metrics.certManager.issuerRef.name=ca",
         "--set",
         "podDisruptionBudget.enabled=true,watchNamespace=media,leaderElection.enabled=false",
         "--set",
@@ -412,6 +412,19 @@ def test_network_policy_admits_only_the_metrics_and_probe_ports():
         {"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}
     ]
     assert "from" not in policy["spec"]["ingress"][1]
+
+
+def test_dashboard_config_map_carries_the_generated_dashboard_and_the_sidecar_label():
+    """metrics.dashboard.enabled renders the dashboard of deploy/monitoring in a ConfigMap
+    labelled grafana_dashboard: "1" (or metrics.dashboard.labels)."""
+    import json
+
+    assert ("ConfigMap", "taskfsm-dashboard") not in by_kind(render())
+    docs = by_kind(render("--set", "metrics.dashboard.enabled=true"))
+    config_map = docs[("ConfigMap", "taskfsm-dashboard")]
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads((REPO / "deploy" / "monitoring" / "grafana-dashboard.json").read_text())
+    assert json.loads(config_map["data"]["taskfsm.json"]) == dashboard
 
 
 def test_network_policy_admits_metrics_only_from_labelled_namespaces_by_default():

@@ -101,6 +101,7 @@ def test_components_render_what_the_chart_renders_for_the_same_options(tmp_path)
         render(
             "--set",
             "metrics.serviceMonitor.enabled=true,podDisruptionBudget.enabled=true,"
+            "metrics.dashboard.enabled=true,"
             "jobPolicy.enabled=true,metrics.certManager.enabled=true,"
             "metrics.certManager.issuerRef.name=taskfsm-metrics-issuer,"
             "metrics.certManager.issuerRef.kind=ClusterIssuer",
@@ -108,6 +109,7 @@ def test_components_render_what_the_chart_renders_for_the_same_options(tmp_path)
     )
     for key in (
         ("ServiceMonitor", "taskfsm-controller"),
+        ("ConfigMap", "taskfsm-dashboard"),
         ("PodDisruptionBudget", "taskfsm-controller"),
         ("Certificate", "taskfsm-controller-metrics"),
         ("Deployment", "taskfsm-controller"),
