@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from taskfsm import __version__, defaults
+from taskfsm.api.duration import SECOND, parse_go_duration
 
 OUTPUTS = ("wide", "json", "yaml", "name")
 """What ``-o`` takes (taskfsm.tools.tasks.OUTPUTS; repeated so ``--help`` imports nothing)."""
@@ -99,6 +100,29 @@ def _duration(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30, 90s, 5m)") from None
+
+
+def _seconds(text: str) -> float:
+    """A ``taskfsm run`` duration flag: seconds (``90``, ``1.5``) or a Go duration (``15s``,
+    ``2m``, ``1h30m``, ``500ms``), as the Go controller's flags take them."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_go_duration(text) / SECOND
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} ({exc}); seconds (90) or a Go duration (15s, 2m, 1h30m)"
+        ) from None
+
+
+def _whole_seconds(text: str) -> int:
+    """Like :func:`_seconds`, for flags of whole seconds (``--job-ttl-seconds``)."""
+    value = _seconds(text)
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}")
+    return int(value)
 
 
 def _rest(args: argparse.Namespace) -> Rest:
@@ -204,6 +228,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         job_pods_refused_timeout=args.job_pods_refused_timeout,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir or None,
+        metrics_tenant_labels=args.metrics_tenant_labels,
         kubeconfig_policy=KubeconfigPolicy(
             allow_exec=args.allow_kubeconfig_exec,
             allow_insecure=args.allow_kubeconfig_insecure,
@@ -381,9 +406,19 @@ def cmd_render_job(args: argparse.Namespace) -> int:
     return render_job.main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+PLUGIN = "kubectl-taskfsm"
+"""The kubectl plugin's executable (``kubectl taskfsm ...``): the same CLI under another name."""
+
+
+def program_name(argv0: str) -> str:
+    """What usage and help call the program: ``kubectl taskfsm`` when run as the kubectl plugin
+    (kubectl passes the plugin's path as ``argv[0]``), else ``taskfsm``."""
+    return "kubectl taskfsm" if os.path.basename(argv0) == PLUGIN else "taskfsm"
+
+
+def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="taskfsm",
+        prog=prog,
         description="taskfsm: the nagare media engine Task controller, and its tools.",
     )
     parser.add_argument("--version", action="version", version=f"taskfsm {__version__}")
@@ -452,54 +487,54 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--leader-election-lease-duration",
-        type=float,
+        type=_seconds,
         default=defaults.LEASE_DURATION,
         help="seconds a follower waits for a Lease not renewed before taking it (default 15)",
     )
     run.add_argument(
         "--leader-election-renew-deadline",
-        type=float,
+        type=_seconds,
         default=defaults.RENEW_DEADLINE,
         help="seconds a leader keeps trying to renew before it gives up and exits; writes need a "
         "renewal sent less than this long ago (default 10)",
     )
     run.add_argument(
         "--leader-election-retry-period",
-        type=float,
+        type=_seconds,
         default=defaults.RETRY_PERIOD,
         help="seconds between renewals and between acquisition attempts (default 2)",
     )
     run.add_argument(
         "--resync-period",
-        type=float,
+        type=_seconds,
         default=defaults.RESYNC_SECONDS,
         help="seconds after which a Task with a Job (or waiting for one) is reconciled again "
         "without any event (default 300)",
     )
     run.add_argument(
         "--job-ttl-seconds",
-        type=int,
+        type=_whole_seconds,
         default=defaults.JOB_TTL_SECONDS,
         help="ttlSecondsAfterFinished of every Job (overrides the Function's template): how long "
         "a finished Job and its logs stay (default 86400)",
     )
     run.add_argument(
         "--cleanup-timeout",
-        type=float,
+        type=_seconds,
         default=defaults.CLEANUP_TIMEOUT,
         help="seconds a deleting Task waits for an unreachable MediaProcessingEntity to clean up "
         "its Job before leaving it behind with a Warning Event JobAbandoned (default 120)",
     )
     run.add_argument(
         "--orphan-sweep-period",
-        type=float,
+        type=_seconds,
         default=defaults.ORPHAN_SWEEP_SECONDS,
         help="seconds between searches for Jobs and Secrets whose Task is gone; they are also "
         "found on every reconcile of their Task's key (default 60)",
     )
     run.add_argument(
         "--api-error-max-backoff",
-        type=float,
+        type=_seconds,
         default=defaults.API_ERROR_MAX_BACKOFF,
         help="cap in seconds on the retry backoff of a reconcile that failed because the API "
         "was unreachable or refused; errors of the object itself back off up to ~16 min "
@@ -507,34 +542,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--watch-timeout",
-        type=float,
+        type=_seconds,
         default=defaults.WATCH_TIMEOUT,
         help="server-side duration in seconds of one watch request, each jittered down to "
         "80-100%% (default 240)",
     )
     run.add_argument(
         "--watch-read-margin",
-        type=float,
+        type=_seconds,
         default=defaults.WATCH_READ_MARGIN,
         help="seconds past the watch timeout before a silent connection counts as dead "
         "(default 30)",
     )
     run.add_argument(
         "--watch-max-backoff",
-        type=float,
+        type=_seconds,
         default=defaults.WATCH_MAX_BACKOFF,
         help="cap in seconds on the wait before retrying a failing list or watch, jittered "
         "0.5-1.5x (default 30)",
     )
     run.add_argument(
         "--shutdown-timeout",
-        type=float,
+        type=_seconds,
         default=defaults.SHUTDOWN_TIMEOUT,
         help="seconds in-flight reconciles get on SIGTERM (default 30)",
     )
     run.add_argument(
         "--cache-sync-timeout",
-        type=float,
+        type=_seconds,
         default=defaults.CACHE_SYNC_TIMEOUT,
         help="seconds to wait for the first lists before exiting with 1 (default 120)",
     )
@@ -567,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--job-pods-refused-timeout",
-        type=float,
+        type=_seconds,
         default=defaults.JOB_PODS_REFUSED_TIMEOUT,
         help="seconds a Running Task waits while its Job's pods are refused (Pod Security, an "
         "admission policy, a quota; Ready=False JobPodsRefused meanwhile) before it fails; "
@@ -584,6 +619,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-cert-dir",
         help="directory with tls.crt and tls.key for --metrics-secure (reloaded when they change); "
         "without it a self-signed certificate is made at start",
+    )
+    run.add_argument(
+        "--metrics-tenant-labels",
+        action="store_true",
+        help="let metric labels name tenants' remote API servers and Job namespaces (one "
+        "taskfsm_watch_healthy series per MediaProcessingEntity Job watch, the remote host of "
+        "rest_client_requests_total); without it they read jobs@main, jobs@remote and remote",
     )
     run.add_argument(
         "--allow-kubeconfig-exec",
@@ -746,7 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(program_name(sys.argv[0]))
     if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (argcomplete's protocol)
         try:
             import argcomplete

@@ -45,6 +45,14 @@ _AGE = _column("Age", ".metadata.creationTimestamp", "date")
 # it runs (kubectl shows one JSONPath result per cell).
 _REASON = _column("Reason", '.status.conditions[?(@.status=="True")].reason')
 _READY = _column("Ready", '.status.conditions[?(@.type=="Ready")].status')
+# Why an MPE is (not) Ready (KubeconfigRefused, NamespaceNotAllowed, ...) and what to do about it.
+_MPE_COLUMNS = [
+    _READY,
+    _column("Reason", '.status.conditions[?(@.type=="Ready")].reason'),
+    _column("Message", ".status.message"),
+    _AGE,
+]
+_VERSION = _column("Version", ".spec.version")
 PRINTER_COLUMNS: Final[Mapping[str, list[dict[str, str]]]] = {
     "Task": [
         _column("MPE", ".status.mediaProcessingEntityRef.name"),
@@ -70,8 +78,10 @@ PRINTER_COLUMNS: Final[Mapping[str, list[dict[str, str]]]] = {
         _column("Succeeded", ".status.succeeded", "integer"),
         _column("Failed", ".status.failed", "integer"),
     ],
-    "MediaProcessingEntity": [_READY],
-    "ClusterMediaProcessingEntity": [_READY],
+    "MediaProcessingEntity": _MPE_COLUMNS,
+    "ClusterMediaProcessingEntity": _MPE_COLUMNS,
+    "Function": [_VERSION, _AGE],
+    "ClusterFunction": [_VERSION, _AGE],
 }
 """``kubectl get`` columns per kind; kinds not listed show only NAME and AGE."""
 

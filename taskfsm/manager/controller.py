@@ -60,7 +60,12 @@ from taskfsm.kube.leader import LeaderElector
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import Rest
 from taskfsm.manager import workers
-from taskfsm.manager.metrics import CONTROLLER, Metrics
+from taskfsm.manager.metrics import (
+    CONTROLLER,
+    Metrics,
+    job_watch_health,
+    remote_host_label,
+)
 from taskfsm.manager.metrics_auth import MetricsAuthorizer
 from taskfsm.manager.ownership import MPE_BUCKET, Ownership
 from taskfsm.manager.queue import QueueMetrics, WorkQueue
@@ -105,6 +110,12 @@ class Controller:
         def default_factory(api: ApiClient) -> Rest:
             return Rest(api, observer=self.metrics.request_observer(api.configuration.host))
 
+        def remote_factory(api: ApiClient) -> Rest:
+            # A remote cluster's address is a tenant's: a label only when the admin opts in.
+            named = self.settings.metrics_tenant_labels
+            host = remote_host_label(api.configuration.host, named)
+            return Rest(api, observer=self.metrics.request_observer(host))
+
         self.rest_factory = rest_factory or default_factory
         self.rest = self.rest_factory(api_client)
         informer_options = {
@@ -125,7 +136,7 @@ class Controller:
         self.registry = MpeRegistry(
             self.rest,
             on_job_event=self._add_task,
-            rest_factory=self.rest_factory,
+            rest_factory=rest_factory or remote_factory,
             informer_options=informer_options,
             # kubeconfig Secret changed, Job watch failed or recovered: reconcile that MPE now
             on_mpe_event=lambda key: self.mpe_queue.add(mpe_key_string(key)),
@@ -546,9 +557,9 @@ class Controller:
         return sorted(counts.items())
 
     def _watch_health(self) -> list[tuple[str, float]]:
-        rows = self.caches.healthy()
-        rows += [(cl.jobs.name, 1.0 if cl.healthy else 0.0) for cl in self.registry.clusters()]
-        return rows
+        watches = [(cl.jobs.name, cl.remote, cl.healthy) for cl in self.registry.clusters()]
+        named = self.settings.metrics_tenant_labels
+        return self.caches.healthy() + job_watch_health(watches, named)
 
 
 def default_identity() -> str:

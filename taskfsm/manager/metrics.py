@@ -16,7 +16,9 @@ registry). Series:
 ``workqueue_work_duration_seconds{name,controller}``       a worker takes the key → done
 ``workqueue_unfinished_work_seconds{name,controller}``     seconds of work in progress, summed
 ``workqueue_longest_running_processor_seconds{...}``       the oldest work in progress
-``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer)
+``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer;
+                                                           host of a remote cluster: ``remote``
+                                                           unless tenant labels are opted in)
 ``leader_election_master_status{name}``                    1 while this replica leads (with
                                                            buckets: per bucket Lease it holds)
 ``taskfsm_buckets_held``                                   bucket Leases this replica holds
@@ -24,6 +26,10 @@ registry). Series:
 ``taskfsm_tasks{phase}``                                   cached Tasks by phase (``""`` = new)
 ``taskfsm_task_job_creation_seconds``                      Task creation → its Job created
 ``taskfsm_watch_healthy{resource}``                        1 while that watch is connected
+                                                           (Job watches: ``jobs@main`` and
+                                                           ``jobs@remote``, 0 while any fails,
+                                                           unless tenant labels are opted in)
+``taskfsm_build_info{version}``                            1, labelled with taskfsm's version
 ``process_*``, ``python_gc_*``, ``python_info``            prometheus-client's process, garbage
                                                            collector and platform collectors
 =========================================================  =========================================
@@ -48,6 +54,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from taskfsm import __version__
 from taskfsm.manager import memory
 from taskfsm.manager.queue import QueueMetrics
 
@@ -57,6 +64,34 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
 QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
 """controller-runtime's work-queue buckets: 10 ns to 1,000 s, a factor of 10 apart."""
 QUEUE_LABELS = ("name", "controller")
+JOB_WATCHES_MAIN = "jobs@main"
+"""``taskfsm_watch_healthy``'s resource for MediaProcessingEntities' Job watches in the
+controller's own cluster, all in one series (their namespaces are tenants')."""
+JOB_WATCHES_REMOTE = "jobs@remote"
+"""... and for those in remote clusters (whose addresses are tenants')."""
+REMOTE_HOST = "remote"
+"""``rest_client_requests_total``'s host for every remote cluster."""
+
+
+def job_watch_health(
+    watches: Iterable[tuple[str, bool, bool]], tenant_labels: bool
+) -> list[tuple[str, float]]:
+    """``taskfsm_watch_healthy`` rows of MediaProcessingEntities' Job watches, from (watch
+    name ``jobs@<server>/<namespace>``, remote, healthy) triples: each by its name with
+    ``tenant_labels``, else :data:`JOB_WATCHES_MAIN` and :data:`JOB_WATCHES_REMOTE`, each 0 while
+    any of its watches fails (names of tenants' servers and namespaces stay out of the labels)."""
+    if tenant_labels:
+        return [(name, 1.0 if healthy else 0.0) for name, _, healthy in watches]
+    grouped: dict[str, float] = {}
+    for _, remote, healthy in watches:
+        group = JOB_WATCHES_REMOTE if remote else JOB_WATCHES_MAIN
+        grouped[group] = min(grouped.get(group, 1.0), 1.0 if healthy else 0.0)
+    return sorted(grouped.items())
+
+
+def remote_host_label(host: str, tenant_labels: bool) -> str:
+    """``rest_client_requests_total``'s host for a remote cluster at ``host``."""
+    return host if tenant_labels else REMOTE_HOST
 
 
 class _Snapshot(Collector):
@@ -218,6 +253,13 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.build_info = Gauge(
+            "taskfsm_build_info",
+            "1; its version label is the running taskfsm's version.",
+            ["version"],
+            registry=r,
+        )
+        self.build_info.labels(__version__).set(1)
         for result in ("success", "error", "requeue_after"):
             self.reconcile_total.labels(CONTROLLER, result)
         self.reconcile_errors.labels(CONTROLLER)
@@ -262,8 +304,9 @@ class Metrics:
         self.registry.register(
             _Snapshot(
                 "taskfsm_watch_healthy",
-                "1 while the watch of that resource is connected (jobs@<server>/<namespace>: "
-                "the Job watch of a MediaProcessingEntity).",
+                "1 while the watch of that resource is connected (jobs@main, jobs@remote: the "
+                "Job watches of MediaProcessingEntities in this cluster and in remote ones, 0 "
+                "while any fails; jobs@<server>/<namespace> each with --metrics-tenant-labels).",
                 "resource",
                 read,
             )

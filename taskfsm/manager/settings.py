@@ -86,6 +86,11 @@ class Settings:
     (:mod:`taskfsm.manager.metrics_auth`)."""
     metrics_cert_dir: str | None = None
     """``tls.crt`` and ``tls.key`` for the secure metrics endpoint; None: self-signed."""
+    metrics_tenant_labels: bool = False
+    """Let metric labels name tenants' remote API servers and namespaces (the ``resource`` of
+    each MediaProcessingEntity Job watch in ``taskfsm_watch_healthy``, the ``host`` of remote
+    clusters in ``rest_client_requests_total``); False: ``jobs@main``/``jobs@remote`` and
+    ``remote`` instead (docs/security.md, "Endpoints")."""
     kubeconfig_policy: KubeconfigPolicy = STRICT_KUBECONFIGS
     """What ClusterMediaProcessingEntities' kubeconfigs may hold beyond the allow-list of
     :mod:`taskfsm.kube.kubeconfig` (a namespaced MPE's never may: docs/security.md)."""

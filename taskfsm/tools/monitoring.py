@@ -200,8 +200,9 @@ def alert_rules(series: Series) -> list[dict[str, Any]]:
                 "description": (
                     "The watch of {{ $labels.resource }} on {{ $labels.instance }} has not been"
                     " connected for 5 minutes (a reconnect normally takes at most 45 s after the"
-                    " API server is reachable). /readyz names the failing watch; for"
-                    " jobs@<server>/<namespace> see the MediaProcessingEntity's status.message."
+                    " API server is reachable). /readyz names the failing watch; for jobs@main"
+                    " and jobs@remote (MediaProcessingEntities' Job watches) the Ready=False"
+                    " MediaProcessingEntities' status.message says which and why."
                 ),
             },
         },
@@ -406,6 +407,7 @@ PANELS: Final[dict[str, tuple[str, str]]] = {
 
 NOT_PANELLED: Final[dict[str, str]] = {
     "python_info": "a constant 1 whose labels name the interpreter",
+    "taskfsm_build_info": "a constant 1 whose label names taskfsm's version",
     "process_start_time_seconds": "a timestamp; restarts show as gaps and resets in the others",
     "process_max_fds": "the file descriptor limit, a constant",
 }
@@ -605,6 +607,8 @@ def expected_files() -> dict[str, str]:
         "deploy/monitoring/grafana-dashboard.json": json.dumps(dashboard(definitions), indent=2)
         + "\n",
         "deploy/chart/files/prometheus-rules.yaml": rules_text,
+        "deploy/chart/files/grafana-dashboard.json": json.dumps(dashboard(definitions), indent=2)
+        + "\n",
         OPERATIONS: operations_page((ROOT / OPERATIONS).read_text(encoding="utf-8"), definitions),
     }
 

@@ -27,6 +27,7 @@ EXPECTED_SERIES = (
     "taskfsm_task_job_creation_seconds_bucket",
     "taskfsm_task_job_creation_seconds_count",
     "taskfsm_watch_healthy",
+    "taskfsm_build_info",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
     "python_gc_collections_total",
@@ -77,6 +78,15 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
     assert proc.metric("taskfsm_tasks", phase="Running") == 0
     assert proc.metric("taskfsm_task_job_creation_seconds_count") == 2
     assert proc.metric("taskfsm_watch_healthy", resource="tasks") == 1
+    # the local MPE's Job watch, without its namespace (no --metrics-tenant-labels)
+    assert proc.metric("taskfsm_watch_healthy", resource="jobs@main") == 1
+    resources = {
+        dict(labels)["resource"]
+        for (name, labels), _ in proc.samples().items()
+        if name == "taskfsm_watch_healthy"
+    }
+    assert not [r for r in resources if r.startswith("jobs@") and r != "jobs@main"], resources
+    assert proc.metric("taskfsm_build_info") == 1
     assert proc.probe("/healthz")[0] == 200
     assert proc.probe("/readyz") == (200, "ok\n")
 

@@ -74,8 +74,13 @@ def test_chart_passes_helm_lint_with_defaults_and_every_option():
         "--set",
         "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true",
         "--set",
+        "metrics.dashboard.enabled=true,metrics.certManager.enabled=true,metrics.certManager.issuerRef.name=ca",
+        "--set",
         "podDisruptionBudget.enabled=true,watchNamespace=media,leaderElection.enabled=false",
+        "--set",
+        "jobPolicy.enabled=true,metrics.tenantLabels=true",
     )
+    helm("lint", "--strict", CHART, "--set", "metrics.secure=false,metrics.port=8080")
 
 
 def test_defaults_render_the_plain_manifests():
@@ -102,6 +107,29 @@ def test_chart_versions_come_from_the_one_version_source():
     assert image == f"ghcr.io/nagare-media/taskfsm:{version}" == deploygen.image()
 
 
+def test_chart_states_the_minimum_kubernetes_version():
+    """Chart.yaml's kubeVersion is the stated minimum (docs/install.md): helm renders for it and
+    for managed clusters' pre-release-suffixed versions, and refuses the version before it."""
+    chart = yaml.safe_load((REPO / CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == f">= {deploygen.MIN_KUBERNETES}.0-0"
+    assert (
+        f"Kubernetes {deploygen.MIN_KUBERNETES} or later"
+        in (REPO / "docs" / "install.md").read_text()
+    )
+    major, minor = (int(p) for p in deploygen.MIN_KUBERNETES.split("."))
+    assert render("--kube-version", f"v{major}.{minor}.0")
+    assert render("--kube-version", f"v{major}.{minor}.2-eks-1234")
+    proc = kubetools.run(
+        kubetools.quote(
+            "helm", "template", "t", CHART, "--kube-version", f"v{major}.{minor - 1}.9"
+        ),
+        "/dev/null",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "kubeVersion" in proc.stderr or "incompatible" in proc.stderr, proc.stderr
+
+
 def test_values_change_what_they_say():
     """Image, replicas, workers, namespace, leader election, log format, metrics, probes,
     resources, ServiceMonitor, PodDisruptionBudget, ServiceAccount and RBAC values show up in the
@@ -114,6 +142,8 @@ def test_values_change_what_they_say():
             "workers=8,watchNamespace=media,leaderElection.enabled=false,logging.format=text",
             "--set",
             "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=prom",
+            "--set",
+            "metrics.serviceMonitor.caSecret=prom-ca",
             "--set",
             "podDisruptionBudget.enabled=true,resources.limits.memory=1Gi",
             "--set",
@@ -137,7 +167,8 @@ def test_values_change_what_they_say():
         "--namespace=media",
         "--log-format=text",
         "--log-level=INFO",
-        "--metrics-bind-address=:8080",
+        "--metrics-bind-address=:8443",
+        "--metrics-secure",
         "--health-probe-bind-address=:8081",
         "--job-ttl-seconds=60",
     ]
@@ -376,11 +407,54 @@ def test_network_policy_admits_only_the_metrics_and_probe_ports():
     policy = docs[("NetworkPolicy", "taskfsm-controller")]
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     ports = [rule["ports"][0]["port"] for rule in policy["spec"]["ingress"]]
-    assert ports == [8080, 8081]
+    assert ports == [8443, 8081]
     assert policy["spec"]["ingress"][0]["from"] == [
         {"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}
     ]
     assert "from" not in policy["spec"]["ingress"][1]
+
+
+def test_dashboard_config_map_carries_the_generated_dashboard_and_the_sidecar_label():
+    """metrics.dashboard.enabled renders the dashboard of deploy/monitoring in a ConfigMap
+    labelled grafana_dashboard: "1" (or metrics.dashboard.labels)."""
+    import json
+
+    assert ("ConfigMap", "taskfsm-dashboard") not in by_kind(render())
+    docs = by_kind(render("--set", "metrics.dashboard.enabled=true"))
+    config_map = docs[("ConfigMap", "taskfsm-dashboard")]
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads((REPO / "deploy" / "monitoring" / "grafana-dashboard.json").read_text())
+    assert json.loads(config_map["data"]["taskfsm.json"]) == dashboard
+
+
+def test_network_policy_admits_metrics_only_from_labelled_namespaces_by_default():
+    """Without metricsFrom the metrics port admits only Pods of namespaces labelled
+    `taskfsm.nagare.media/scrape-metrics: "true"`; an empty list admits anyone."""
+    policy = by_kind(render())[("NetworkPolicy", "taskfsm-controller")]
+    assert policy["spec"]["ingress"][0]["from"] == [
+        {"namespaceSelector": {"matchLabels": {"taskfsm.nagare.media/scrape-metrics": "true"}}}
+    ]
+    anyone = by_kind(render("--set-json", "networkPolicy.metricsFrom=[]"))
+    assert "from" not in anyone[("NetworkPolicy", "taskfsm-controller")]["spec"]["ingress"][0]
+
+
+def test_metrics_are_https_with_authentication_by_default_and_http_only_when_asked():
+    """The defaults serve /metrics with --metrics-secure on 8443 (Pod, Service, NetworkPolicy);
+    metrics.secure=false is plain HTTP; tenantLabels becomes --metrics-tenant-labels."""
+    docs = by_kind(render())
+    container = docs[("Deployment", "taskfsm-controller")]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert "--metrics-secure" in container["args"]
+    assert "--metrics-bind-address=:8443" in container["args"]
+    assert "--metrics-tenant-labels" not in container["args"]
+    assert container["ports"][0] == {"name": "metrics", "containerPort": 8443}
+    assert docs[("Service", "taskfsm-controller-metrics")]["spec"]["ports"][0]["port"] == 8443
+    plain = _args(by_kind(render("--set", "metrics.secure=false,metrics.port=8080")))
+    assert "--metrics-secure" not in plain
+    assert "--metrics-bind-address=:8080" in plain
+    named = _args(by_kind(render("--set", "metrics.tenantLabels=true")))
+    assert "--metrics-tenant-labels" in named
 
 
 def test_secure_metrics_values_become_flags_a_mounted_secret_and_an_https_service_monitor():
@@ -398,3 +472,59 @@ def test_secure_metrics_values_become_flags_a_mounted_secret_and_an_https_servic
     endpoint = docs[("ServiceMonitor", "taskfsm-controller")]["spec"]["endpoints"][0]
     assert endpoint["scheme"] == "https"
     assert "insecureSkipVerify" not in endpoint["tlsConfig"]
+    assert endpoint["tlsConfig"]["ca"] == {"secret": {"name": "metrics-tls", "key": "ca.crt"}}
+
+
+def test_cert_manager_certificate_is_mounted_and_verified_by_the_service_monitor():
+    """metrics.certManager makes a Certificate for the metrics Service's DNS names, whose Secret
+    the Pod mounts and whose ca.crt the ServiceMonitor verifies the endpoint with."""
+    docs = by_kind(
+        render(
+            "--set",
+            "metrics.certManager.enabled=true,metrics.certManager.issuerRef.name=ca,"
+            "metrics.certManager.issuerRef.kind=ClusterIssuer,metrics.serviceMonitor.enabled=true",
+            release="edge",
+            namespace="media",
+        )
+    )
+    certificate = docs[("Certificate", "edge-taskfsm-controller-metrics")]["spec"]
+    assert certificate["secretName"] == "edge-taskfsm-controller-metrics-tls"
+    assert certificate["dnsNames"][0] == "edge-taskfsm-controller-metrics.media.svc"
+    assert certificate["issuerRef"] == {
+        "name": "ca",
+        "kind": "ClusterIssuer",
+        "group": "cert-manager.io",
+    }
+    pod = docs[("Deployment", "edge-taskfsm-controller")]["spec"]["template"]["spec"]
+    assert "--metrics-cert-dir=/etc/taskfsm/metrics-certs" in pod["containers"][0]["args"]
+    assert {
+        "name": "metrics-certs",
+        "secret": {"secretName": "edge-taskfsm-controller-metrics-tls"},
+    } in pod["volumes"]
+    tls = docs[("ServiceMonitor", "edge-taskfsm-controller")]["spec"]["endpoints"][0]["tlsConfig"]
+    assert tls == {
+        "serverName": "edge-taskfsm-controller-metrics.media.svc",
+        "ca": {"secret": {"name": "edge-taskfsm-controller-metrics-tls", "key": "ca.crt"}},
+    }
+
+
+def test_service_monitor_without_a_known_ca_skips_verification_only_when_asked():
+    """A secure ServiceMonitor with no CA to verify against is a render error naming the
+    values; insecureSkipVerify=true is the explicit way to scrape the self-signed certificate."""
+    proc = kubetools.run(
+        kubetools.quote(
+            "helm", "template", "t", CHART, "--set", "metrics.serviceMonitor.enabled=true"
+        ),
+        "/dev/null",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "metrics.serviceMonitor.insecureSkipVerify=true" in proc.stderr
+    docs = by_kind(
+        render(
+            "--set",
+            "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.insecureSkipVerify=true",
+        )
+    )
+    endpoint = docs[("ServiceMonitor", "taskfsm-controller")]["spec"]["endpoints"][0]
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}

@@ -99,6 +99,7 @@ def test_metric_definitions_are_the_controllers() -> None:
         "taskfsm_task_job_creation_seconds": ("histogram", ()),
         "taskfsm_tasks": ("gauge", ("phase",)),
         "taskfsm_watch_healthy": ("gauge", ("resource",)),
+        "taskfsm_build_info": ("gauge", ("version",)),
         # prometheus-client's process, garbage-collector and platform collectors
         "process_virtual_memory_bytes": ("gauge", ()),
         "process_resident_memory_bytes": ("gauge", ()),

@@ -48,3 +48,12 @@ app.kubernetes.io/component: controller
 {{- define "taskfsm.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/* The Secret of the metrics certificate: metrics.certSecret, else cert-manager's, else "". */}}
+{{- define "taskfsm.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret }}
+{{- .Values.metrics.certSecret }}
+{{- else if .Values.metrics.certManager.enabled }}
+{{- printf "%s-controller-metrics-tls" (include "taskfsm.fullname" .) }}
+{{- end }}
+{{- end }}

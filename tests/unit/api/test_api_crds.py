@@ -117,6 +117,31 @@ def test_task_printer_columns_as_in_the_spec() -> None:
     ]
 
 
+def test_mpe_and_function_printer_columns() -> None:
+    """MPEs and ClusterMPEs show why they are (not) Ready and the message saying what to do;
+    Functions and ClusterFunctions their version."""
+
+    def columns(kind: str) -> list[tuple[str, str]]:
+        doc = next(d for d in crdgen.crd_documents() if d["spec"]["names"]["kind"] == kind)
+        return [
+            (c["name"], c["jsonPath"])
+            for c in doc["spec"]["versions"][0]["additionalPrinterColumns"]
+        ]
+
+    for kind in ("MediaProcessingEntity", "ClusterMediaProcessingEntity"):
+        assert columns(kind) == [
+            ("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+            ("Reason", '.status.conditions[?(@.type=="Ready")].reason'),
+            ("Message", ".status.message"),
+            ("Age", ".metadata.creationTimestamp"),
+        ]
+    for kind in ("Function", "ClusterFunction"):
+        assert columns(kind) == [
+            ("Version", ".spec.version"),
+            ("Age", ".metadata.creationTimestamp"),
+        ]
+
+
 def test_short_names_are_unique_and_clear_of_other_engines() -> None:
     """Every kind has short names; none is used twice, none is a plural or kind of another
     kind, and none is one Argo Workflows or Tekton installs (wf, cwf, tr, pr, ...)."""

@@ -155,12 +155,24 @@ def test_reference_crd_names_scope_categories_and_columns_match() -> None:
                          for c in their_version.get("additionalPrinterColumns", [])]  # fmt: skip
         my_columns = [(c["name"], c["jsonPath"], c["type"])
                       for c in my_version.get("additionalPrinterColumns", [])]  # fmt: skip
-        # taskfsm adds the Task's Job and the Task's and Workflow's Reason (docs/api.md); all
-        # others are the reference's.
+        # taskfsm adds the Task's Job, the Task's and Workflow's Reason, the MPEs' Reason,
+        # Message and Age and the Functions' Version and Age (docs/api.md); all others are the
+        # reference's.
         reason = ("Reason", '.status.conditions[?(@.status=="True")].reason', "string")
+        age = ("Age", ".metadata.creationTimestamp", "date")
+        mpe = [
+            ("Reason", '.status.conditions[?(@.type=="Ready")].reason', "string"),
+            ("Message", ".status.message", "string"),
+            age,
+        ]
+        function = [("Version", ".spec.version", "string"), age]
         added = {
             "Task": [("Job", ".status.jobRef.name", "string"), reason],
             "Workflow": [reason],
+            "MediaProcessingEntity": mpe,
+            "ClusterMediaProcessingEntity": mpe,
+            "Function": function,
+            "ClusterFunction": function,
         }.get(spec["names"]["kind"], [])
         assert [c for c in my_columns if c not in added] == their_columns
         assert [c for c in my_columns if c in added] == added
