@@ -35,7 +35,7 @@ from tests.support.scheduling import TierScheduling
 settings.register_profile(
     "taskfsm",
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("taskfsm")
 
