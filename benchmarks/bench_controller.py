@@ -36,7 +36,11 @@ What it does, in one process that starts everything it needs on loopback:
     started (seconds to ready, to the first and to every Job), and a Task created right after a
     new MediaProcessingEntity with a Job watch of its own (Task→Job); ``--startup-only`` runs just
     these and renders the report again from the ``--json`` file;
-11. Markdown tables on stdout and in ``docs/benchmarks.md`` (machine, versions, date), medians
+11. issue 30's flood: one controller watching every namespace; tenant A creates 5,000 Tasks at
+    once while tenant B creates one a second; B's Task→Job p50/p99 during the flood against B
+    alone (idle), and A's Tasks/s, with the queue FIFO (``--queue-fairness=fifo``) and fair
+    across namespaces (the default); ``--flood-only`` runs just these;
+12. Markdown tables on stdout and in ``docs/benchmarks.md`` (machine, versions, date), medians
     of the repeated runs, and each target of issue 14 marked met or not.
 """
 
@@ -106,6 +110,8 @@ GOAL_MEMORY_MB = 150  # RSS of a fresh process ...
 GOAL_MEMORY_TASKS = 10_000  # ... with this many Tasks (and their Jobs) cached
 GOAL_TASK_WRITES = 6  # Task-lifecycle writes per Task
 GOAL_READS = 0  # uncached single-object reads per Task
+GOAL_FLOOD_LATENCY = 2.0  # B's Task→Job p50/p99 during A's flood, at most this times idle
+GOAL_FLOOD_THROUGHPUT = 0.95  # A's Tasks/s with fair queueing, at least this share of FIFO's
 READ_VERBS = ("GET",)
 
 
@@ -214,6 +220,7 @@ def render(
     ceiling: dict[str, float] | None = None,
     replicas: list[dict[str, Any]] | None = None,
     startup: dict[str, Any] | None = None,
+    flood: list[dict[str, Any]] | None = None,
 ) -> str:
     notes = list(notes or [])
     ceiling = ceiling or {}
@@ -301,6 +308,8 @@ def render(
         add(table(replicas))
     if startup:
         add(render_startup(startup))
+    if flood:
+        add(render_flood(flood))
     wf_rows = [
         (k, a) for k, a in sorted(agg.items()) if k[0] == "burst" and a["workflow"] == a["workflow"]
     ]
@@ -584,6 +593,8 @@ DEFAULTS: dict[str, Any] = {
     "startup": [1000, 16],
     "new_mpe_samples": 10,
     "budget_minutes": 30,
+    "flood": [5000, 16],
+    "flood_idle": 20,
 }
 QUICK: dict[str, Any] = {
     "sizes": [20],
@@ -599,6 +610,8 @@ QUICK: dict[str, Any] = {
     "startup": [5, 4],
     "new_mpe_samples": 2,
     "budget_minutes": 3,
+    "flood": [30, 4],
+    "flood_idle": 3,
 }
 
 
@@ -662,6 +675,71 @@ def ceiling_figures(
         "allowed": allowed,
         "ratio": a["tput_job"] / allowed,
     }
+
+
+def render_flood(rows: list[dict[str, Any]]) -> str:
+    """Issue 30's flood rows: B's latency during A's flood against idle, A's throughput, for
+    each queue order, and the targets against FIFO."""
+    lines = [
+        "## Fair share under a flood",
+        "",
+        f"One `taskfsm run` watching every namespace; tenant A creates {rows[0]['a_tasks']:,} "
+        f"Tasks at once ({CREATE_THREADS} client threads) while tenant B creates one every "
+        f"{1 / rows[0]['b_rate']:g} s until A's last Job exists; then B goes on alone "
+        "(*idle*, same process). Task→Job from the create call returning to the Job seen.",
+        "",
+        "| queue | workers | B during the flood: Tasks, p50 / p99 (s) | B idle: Tasks, p50 / p99 (s) "
+        "| A: Tasks/s to Job | A complete |",
+        "|---|---:|---|---|---:|---|",
+    ]
+    for r in rows:
+        fl, idle = r["b_flood"], r["b_idle"]
+        lines.append(
+            f"| {r['fairness']} | {r['workers']} | {fl['done']}/{fl['tasks']}, "
+            f"{fmt(fl['p50'])} / {fmt(fl['p99'])} | {idle['done']}/{idle['tasks']}, "
+            f"{fmt(idle['p50'])} / {fmt(idle['p99'])} | {fmt(r['a_tasks_per_s_to_job'], 1)} "
+            f"| {'yes' if r['a_complete'] else 'no'} |"
+        )
+    by = {r["fairness"]: r for r in rows}
+    fair, fifo = by.get("namespace"), by.get("fifo")
+    if fair is not None:
+        lines.append("")
+        ratio50 = fair["b_flood"]["p50"] / fair["b_idle"]["p50"]
+        ratio99 = fair["b_flood"]["p99"] / fair["b_idle"]["p99"]
+        met = ratio50 <= GOAL_FLOOD_LATENCY and ratio99 <= GOAL_FLOOD_LATENCY
+        lines.append(
+            f"- Fair queue: B's Task→Job during the flood is x{ratio50:.2f} (p50) and "
+            f"x{ratio99:.2f} (p99) of idle (target within x{GOAL_FLOOD_LATENCY:g}): "
+            + ("**met**." if met else "**NOT met**.")
+        )
+        if fifo is not None:
+            share = fair["a_tasks_per_s_to_job"] / fifo["a_tasks_per_s_to_job"]
+            lines.append(
+                f"- A's Tasks/s to Job with the fair queue: {share:.1%} of FIFO's (target ≥ "
+                f"{GOAL_FLOOD_THROUGHPUT:.0%}): "
+                + ("**met**." if share >= GOAL_FLOOD_THROUGHPUT else "**NOT met**.")
+            )
+            lines.append(
+                f"- For comparison, FIFO: B's p50 / p99 during the flood "
+                f"{fmt(fifo['b_flood']['p50'])} / {fmt(fifo['b_flood']['p99'])} s."
+            )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def run_flood(bench: Bench, config: dict[str, Any]) -> list[dict[str, Any]]:
+    n, w = config["flood"]
+    rows = []
+    for fairness in ("fifo", "namespace"):
+        log(f"flood: tenant A {n} Tasks, tenant B 1/s, {w} workers, --queue-fairness={fairness}")
+        rows.append(bench.flood(n, w, fairness, idle_samples=config["flood_idle"]))
+        r = rows[-1]
+        log(
+            f"  B p50/p99 flood {fmt(r['b_flood']['p50'])}/{fmt(r['b_flood']['p99'])}s, idle "
+            f"{fmt(r['b_idle']['p50'])}/{fmt(r['b_idle']['p99'])}s; "
+            f"A {fmt(r['a_tasks_per_s_to_job'], 1)} Tasks/s"
+        )
+    return rows
 
 
 def render_startup(startup: dict[str, Any]) -> str:
@@ -763,6 +841,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only the start-up scenarios; their figures replace those of the --json file, "
         "and the report is rendered again from it",
     )
+    parser.add_argument(
+        "--flood-only",
+        action="store_true",
+        help="only the flood rows (--sizes: tenant A's Tasks, default 5000; --workers, default "
+        "16); their figures replace those of the --json file, and the report is rendered again",
+    )
     parser.add_argument("--kubelet", help=argparse.SUPPRESS)
     parser.add_argument("--writer", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -784,6 +868,7 @@ def main(argv: list[str] | None = None) -> int:
             data.get("ceiling") or {},
             data.get("replicas") or [],
             data.get("startup"),
+            data.get("flood"),
         )
         print(report)
         if args.output:
@@ -823,6 +908,24 @@ def main(argv: list[str] | None = None) -> int:
             data["startup"] = startup
             Path(args.json).write_text(json.dumps(data, indent=1))
             return main(["--from-json", args.json, "--output", args.output])
+        if args.flood_only:
+            config["flood"] = list(config["flood"])
+            if args.sizes:
+                config["flood"][0] = int(args.sizes.split(",")[0])
+            if args.workers:
+                config["flood"][1] = int(args.workers.split(",")[0])
+            try:
+                flood = run_flood(bench, config)
+            finally:
+                bench.stop_kubelet()
+            path = Path(args.json)
+            data = json.loads(path.read_text()) if path.exists() else {}
+            data.setdefault("results", [])
+            data.setdefault("memory", [])
+            data.setdefault("meta", machine_meta(plane))
+            data["flood"] = flood
+            path.write_text(json.dumps(data, indent=1))
+            return main(["--from-json", args.json, "--output", args.output])
         if args.profile:
             try:
                 n = int((args.sizes or "1000").split(",")[0])
@@ -846,6 +949,7 @@ def main(argv: list[str] | None = None) -> int:
             ceiling: dict[str, float] = {}
             replicas: list[dict[str, Any]] = []
             startup: dict[str, Any] = {}
+            flood: list[dict[str, Any]] = []
             budget_end = started + config["budget_minutes"] * 60
             namespaces: dict[int, str] = {}
             sizes = config["sizes"]
@@ -898,6 +1002,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"{fmt(result.wall_seconds, 1)}s, complete={result.complete}"
                 )
 
+            # The flood first, while no earlier run's Tasks load the all-namespace controller.
+            if config.get("flood"):
+                flood = run_flood(bench, config)
             # First every size once (small first), then the profiled burst, the ceiling, the
             # steady rate, memory and replicas, then the remaining repeats while time lasts.
             first_reps = {n: (config["repeats"].get(n, 1) if n == min(sizes) else 1) for n in sizes}
@@ -963,7 +1070,7 @@ def main(argv: list[str] | None = None) -> int:
         k: (v if not isinstance(v, dict) else {str(a): b for a, b in v.items()})
         for k, v in config.items()
     }
-    report = render(results, memory, meta, printable, notes, ceiling, replicas, startup)
+    report = render(results, memory, meta, printable, notes, ceiling, replicas, startup, flood)
     print(report)
     if args.output:
         Path(args.output).write_text(report)
@@ -977,6 +1084,7 @@ def main(argv: list[str] | None = None) -> int:
                     "ceiling": ceiling,
                     "replicas": replicas,
                     "startup": startup,
+                    "flood": flood,
                     "meta": meta,
                     "config": printable,
                     "notes": notes,

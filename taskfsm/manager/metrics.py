@@ -16,6 +16,9 @@ registry). Series:
 ``workqueue_work_duration_seconds{name,controller}``       a worker takes the key → done
 ``workqueue_unfinished_work_seconds{name,controller}``     seconds of work in progress, summed
 ``workqueue_longest_running_processor_seconds{...}``       the oldest work in progress
+``taskfsm_workqueue_namespace_depth{controller,namespace}``  keys waiting, by namespace: the
+                                                           10 deepest namespaces, the rest
+                                                           summed as ``namespace="(other)"``
 ``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer)
 ``leader_election_master_status{name}``                    1 while this replica leads (with
                                                            buckets: per bucket Lease it holds)
@@ -56,6 +59,13 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
 QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
 """controller-runtime's work-queue buckets: 10 ns to 1,000 s, a factor of 10 apart."""
 QUEUE_LABELS = ("name", "controller")
+NAMESPACE_DEPTH_TOP = 10
+"""Namespaces with a series of their own in ``taskfsm_workqueue_namespace_depth`` (the deepest,
+per queue); the others are summed into one series, so the label's cardinality stays bounded
+however many tenants there are."""
+OTHER_NAMESPACES = "(other)"
+"""The ``namespace`` label of the sum over the namespaces beyond the top ones (no namespace
+can be named so: it is not a DNS label)."""
 
 
 class _Snapshot(Collector):
@@ -98,6 +108,37 @@ class _QueueProgress(Collector):
             longest.add_metric([name, name], max(seconds, default=0.0))
         yield unfinished
         yield longest
+
+
+class _NamespaceDepth(Collector):
+    """``taskfsm_workqueue_namespace_depth``: the keys waiting in each work queue by namespace,
+    at scrape time; the :data:`NAMESPACE_DEPTH_TOP` deepest namespaces of each queue get a
+    series, the rest one summed series (bounded cardinality)."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Callable[[], dict[str, int]]] = {}
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "taskfsm_workqueue_namespace_depth",
+            f"Keys waiting in the work queue by namespace: the {NAMESPACE_DEPTH_TOP} deepest "
+            f'namespaces, the others summed as namespace="{OTHER_NAMESPACES}".',
+            labels=["controller", "namespace"],
+        )
+        for name, read in sorted(self.queues.items()):
+            for namespace, depth in top_namespaces(read(), NAMESPACE_DEPTH_TOP):
+                family.add_metric([name, namespace], depth)
+        yield family
+
+
+def top_namespaces(depths: dict[str, int], top: int) -> list[tuple[str, float]]:
+    """The ``top`` deepest namespaces (ties by name), then the others' sum, if any."""
+    ranked = sorted(depths.items(), key=lambda item: (-item[1], item[0]))
+    rows: list[tuple[str, float]] = [(ns, float(depth)) for ns, depth in ranked[:top]]
+    rest = sum(depth for _, depth in ranked[top:])
+    if len(ranked) > top:
+        rows.append((OTHER_NAMESPACES, float(rest)))
+    return rows
 
 
 class Metrics:
@@ -166,6 +207,8 @@ class Metrics:
         )
         self._queue_progress = _QueueProgress()
         r.register(self._queue_progress)
+        self._namespace_depth = _NamespaceDepth()
+        r.register(self._namespace_depth)
         self.rest_requests = Counter(
             "rest_client_requests_total",
             "API requests by HTTP status code (0: no answer; 409: a conflict), method and API "
@@ -212,11 +255,18 @@ class Metrics:
         GCCollector(registry=r)
         PlatformCollector(registry=r)
 
-    def queue(self, name: str) -> QueueMetrics:
-        """The hooks of the work queue of controller ``name``: its ``workqueue_*`` series."""
+    def queue(self, name: str, *, namespaced: bool = True) -> QueueMetrics:
+        """The hooks of the work queue of controller ``name``: its ``workqueue_*`` series, and
+        (``namespaced``: its keys are ``namespace/name``) its depth by namespace."""
         labels = (name, name)
         self._queue_progress.queues.setdefault(name, list)  # 0 until the queue exists
+
+        def on_namespaces(read: Callable[[], dict[str, int]]) -> None:
+            if namespaced:
+                self._namespace_depth.queues[name] = read
+
         return QueueMetrics(
+            on_namespaces=on_namespaces,
             on_add=self.queue_adds.labels(*labels).inc,
             on_retry=self.queue_retries.labels(*labels).inc,
             on_depth=self.queue_depth.labels(*labels).set,

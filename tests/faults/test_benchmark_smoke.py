@@ -47,6 +47,7 @@ def test_quick_benchmark_runs_and_writes_its_report(tmp_path):
         "## Against the API server's write ceiling",
         "## Against the targets",
         "## Start-up and a new MediaProcessingEntity",
+        "## Fair share under a flood",
     ):
         assert heading in text
     data = json.loads(raw.read_text())
@@ -61,3 +62,8 @@ def test_quick_benchmark_runs_and_writes_its_report(tmp_path):
     assert all(m["rss_mib"] > 0 for m in data["memory"])
     assert data["startup"]["boot"]["complete"], data["startup"]
     assert data["startup"]["new_mpe"]["complete"], data["startup"]
+    assert [row["fairness"] for row in data["flood"]] == ["fifo", "namespace"]
+    for row in data["flood"]:
+        assert row["a_complete"], row
+        assert row["b_flood"]["done"] == row["b_flood"]["tasks"] >= 1, row
+        assert row["b_idle"]["done"] == row["b_idle"]["tasks"] >= 1, row
