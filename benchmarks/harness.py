@@ -601,13 +601,20 @@ class Bench:
         }
 
     def flood(
-        self, n: int, workers: int, fairness: str, *, rate: float = 1.0, idle_samples: int = 20
+        self,
+        n: int,
+        workers: int,
+        fairness: str,
+        *,
+        cap: int = 0,
+        rate: float = 1.0,
+        idle_samples: int = 20,
     ) -> dict[str, Any]:
         """Issue 30's flood: one controller watching every namespace (``--queue-fairness
         fairness``); tenant A creates ``n`` Tasks at once while tenant B creates one every
         ``1/rate`` s until A's last Job exists; then B goes on alone for ``idle_samples`` Tasks
         (the idle reference, same process). B's Task→Job latencies during the flood and idle,
-        and A's Tasks/s to Job created."""
+        and A's Tasks/s to Job created. ``cap``: ``--max-in-flight-per-namespace`` (0: none)."""
         from taskfsm_dev import objects
 
         tenant_a, tenant_b = self.namespace("bench-flood-a"), self.namespace("bench-flood-b")
@@ -618,7 +625,7 @@ class Bench:
             workers,
             f"ctl-flood-{fairness}",
             lease_ns=tenant_a,
-            args=(f"--queue-fairness={fairness}",),
+            args=(f"--queue-fairness={fairness}", f"--max-in-flight-per-namespace={cap}"),
         )
         self._drained(proc, 120 + n * 0.1)  # earlier runs' Tasks: the start-up pass first
         line_a = Timeline(self.rest, tenant_a, "wf", n).start()
@@ -675,7 +682,7 @@ class Bench:
             idle_b = [line_b.job[t] - created_b[t] for t in idle if t in line_b.job]
         first_a = min(created_a.values(), default=started)
         return {
-            "fairness": fairness,
+            "fairness": fairness + (f", cap {cap}" if cap else ""),
             "a_tasks": n,
             "workers": workers,
             "b_rate": rate,

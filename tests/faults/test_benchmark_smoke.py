@@ -62,7 +62,7 @@ def test_quick_benchmark_runs_and_writes_its_report(tmp_path):
     assert all(m["rss_mib"] > 0 for m in data["memory"])
     assert data["startup"]["boot"]["complete"], data["startup"]
     assert data["startup"]["new_mpe"]["complete"], data["startup"]
-    assert [row["fairness"] for row in data["flood"]] == ["fifo", "namespace"]
+    assert [row["fairness"] for row in data["flood"]] == ["fifo", "namespace", "namespace, cap 3"]
     for row in data["flood"]:
         assert row["a_complete"], row
         assert row["b_flood"]["done"] == row["b_flood"]["tasks"] >= 1, row
