@@ -702,6 +702,8 @@ def render_flood(rows: list[dict[str, Any]]) -> str:
             f"{fmt(idle['p50'])} / {fmt(idle['p99'])} | {fmt(r['a_tasks_per_s_to_job'], 1)} "
             f"| {'yes' if r['a_complete'] else 'no'} |"
         )
+    if rows[0].get("measured"):
+        lines += ["", f"Measured {rows[0]['measured']}."]
     fifo = _flood_medians(rows, "fifo")
     if len(rows) > 3:
         lines.append("")
@@ -962,6 +964,12 @@ def main(argv: list[str] | None = None) -> int:
             data.setdefault("results", [])
             data.setdefault("memory", [])
             data.setdefault("meta", machine_meta(plane))
+            meta = machine_meta(plane)
+            flood[0]["measured"] = (
+                f"in a run of its own (`--flood-only`, tenant A {config['flood'][0]:,} Tasks), "
+                f"{meta['date']}, commit {meta['taskfsm commit']}, load average at start "
+                f"{meta['load average at start (1/5/15 min)']}"
+            )
             data["flood"] = flood
             path.write_text(json.dumps(data, indent=1))
             return main(["--from-json", args.json, "--output", args.output])
