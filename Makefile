@@ -37,7 +37,7 @@ lint: ## ruff (lint + format check), mypy --strict, import contracts
 test-fast: ## run only the tests that need no control plane
 	$(PY) -m pytest -n $(FAST_WORKERS) -m "not integration"
 
-bench: setup ## benchmark taskfsm run on a local control plane (≤ 30 min, then ≈ 40 min of HTTP, admission, memory and UI benchmarks); writes docs/benchmarks.md
+bench: setup ## benchmark taskfsm run on a local control plane (first the flood rows, six runs of 5,000 Tasks; then ≤ 30 min, then ≈ 40 min of HTTP, admission, memory and UI benchmarks); writes docs/benchmarks.md
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_http.py
 	$(PY) benchmarks/bench_admission.py

@@ -36,7 +36,11 @@ What it does, in one process that starts everything it needs on loopback:
     started (seconds to ready, to the first and to every Job), and a Task created right after a
     new MediaProcessingEntity with a Job watch of its own (Task→Job); ``--startup-only`` runs just
     these and renders the report again from the ``--json`` file;
-11. Markdown tables on stdout and in ``docs/benchmarks.md`` (machine, versions, date), medians
+11. issue 30's flood: one controller watching every namespace; tenant A creates 5,000 Tasks at
+    once while tenant B creates one a second; B's Task→Job p50/p99 during the flood against B
+    alone (idle), and A's Tasks/s, with the queue FIFO (``--queue-fairness=fifo``), fair
+    across namespaces (the default), and fair with a per-namespace cap of 3/4 of the workers; ``--flood-only`` runs just these;
+12. Markdown tables on stdout and in ``docs/benchmarks.md`` (machine, versions, date), medians
     of the repeated runs, and each target of issue 14 marked met or not.
 """
 
@@ -106,6 +110,8 @@ GOAL_MEMORY_MB = 150  # RSS of a fresh process ...
 GOAL_MEMORY_TASKS = 10_000  # ... with this many Tasks (and their Jobs) cached
 GOAL_TASK_WRITES = 6  # Task-lifecycle writes per Task
 GOAL_READS = 0  # uncached single-object reads per Task
+GOAL_FLOOD_LATENCY = 2.0  # B's Task→Job p50/p99 during A's flood, at most this times idle
+GOAL_FLOOD_THROUGHPUT = 0.95  # A's Tasks/s with fair queueing, at least this share of FIFO's
 READ_VERBS = ("GET",)
 
 
@@ -214,6 +220,7 @@ def render(
     ceiling: dict[str, float] | None = None,
     replicas: list[dict[str, Any]] | None = None,
     startup: dict[str, Any] | None = None,
+    flood: list[dict[str, Any]] | None = None,
 ) -> str:
     notes = list(notes or [])
     ceiling = ceiling or {}
@@ -301,6 +308,8 @@ def render(
         add(table(replicas))
     if startup:
         add(render_startup(startup))
+    if flood:
+        add(render_flood(flood))
     wf_rows = [
         (k, a) for k, a in sorted(agg.items()) if k[0] == "burst" and a["workflow"] == a["workflow"]
     ]
@@ -584,6 +593,9 @@ DEFAULTS: dict[str, Any] = {
     "startup": [1000, 16],
     "new_mpe_samples": 10,
     "budget_minutes": 30,
+    "flood": [5000, 16],
+    "flood_idle": 20,
+    "flood_repeats": 2,
 }
 QUICK: dict[str, Any] = {
     "sizes": [20],
@@ -599,6 +611,9 @@ QUICK: dict[str, Any] = {
     "startup": [5, 4],
     "new_mpe_samples": 2,
     "budget_minutes": 3,
+    "flood": [30, 4],
+    "flood_idle": 3,
+    "flood_repeats": 1,
 }
 
 
@@ -662,6 +677,110 @@ def ceiling_figures(
         "allowed": allowed,
         "ratio": a["tput_job"] / allowed,
     }
+
+
+def render_flood(rows: list[dict[str, Any]]) -> str:
+    """Issue 30's flood rows: B's latency during A's flood against idle, A's throughput, for
+    each queue order, and the targets against FIFO."""
+    lines = [
+        "## Fair share under a flood",
+        "",
+        f"One `taskfsm run` watching every namespace; tenant A creates {rows[0]['a_tasks']:,} "
+        f"Tasks at once ({CREATE_THREADS} client threads) while tenant B creates one every "
+        f"{1 / rows[0]['b_rate']:g} s until A's last Job exists; then B goes on alone "
+        "(*idle*, same process). Task→Job from the create call returning to the Job seen.",
+        "",
+        "| queue | workers | B during the flood: Tasks, p50 / p99 (s) | B idle: Tasks, p50 / p99 (s) "
+        "| A: Tasks/s to Job | A complete |",
+        "|---|---:|---|---|---:|---|",
+    ]
+    for r in rows:
+        fl, idle = r["b_flood"], r["b_idle"]
+        lines.append(
+            f"| {r['fairness']} | {r['workers']} | {fl['done']}/{fl['tasks']}, "
+            f"{fmt(fl['p50'])} / {fmt(fl['p99'])} | {idle['done']}/{idle['tasks']}, "
+            f"{fmt(idle['p50'])} / {fmt(idle['p99'])} | {fmt(r['a_tasks_per_s_to_job'], 1)} "
+            f"| {'yes' if r['a_complete'] else 'no'} |"
+        )
+    if rows[0].get("measured"):
+        lines += ["", f"Measured {rows[0]['measured']}."]
+    fifo = _flood_medians(rows, "fifo")
+    if len(rows) > 3:
+        lines.append("")
+        lines.append(
+            "The queue orders ran alternately (ABBA: later runs share the control plane with "
+            "the Tasks and Jobs of earlier ones); the verdicts below use each order's medians."
+        )
+    lines.append("")
+    for label in dict.fromkeys(r["fairness"] for r in rows if r["fairness"] != "fifo"):
+        fair = _flood_medians(rows, label)
+        assert fair is not None
+        ratio50 = fair["b_flood"]["p50"] / fair["b_idle"]["p50"]
+        ratio99 = fair["b_flood"]["p99"] / fair["b_idle"]["p99"]
+        met = ratio50 <= GOAL_FLOOD_LATENCY and ratio99 <= GOAL_FLOOD_LATENCY
+        lines.append(
+            f"- {label}: B's Task→Job during the flood {fmt(fair['b_flood']['p50'])} / "
+            f"{fmt(fair['b_flood']['p99'])} s, x{ratio50:.2f} (p50) and x{ratio99:.2f} (p99) of "
+            f"idle (target within x{GOAL_FLOOD_LATENCY:g}): "
+            + ("**met**" if met else "**NOT met**")
+            + (
+                f"; A's Tasks/s {fair['a_tasks_per_s_to_job'] / fifo['a_tasks_per_s_to_job']:.1%}"
+                f" of FIFO's (target ≥ {GOAL_FLOOD_THROUGHPUT:.0%}): "
+                + (
+                    "**met**."
+                    if fair["a_tasks_per_s_to_job"]
+                    >= GOAL_FLOOD_THROUGHPUT * fifo["a_tasks_per_s_to_job"]
+                    else "**NOT met**."
+                )
+                if fifo is not None
+                else "."
+            )
+        )
+    if fifo is not None:
+        lines.append(
+            f"- For comparison, FIFO: B's p50 / p99 during the flood "
+            f"{fmt(fifo['b_flood']['p50'])} / {fmt(fifo['b_flood']['p99'])} s."
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _flood_medians(rows: list[dict[str, Any]], fairness: str) -> dict[str, Any] | None:
+    """The median figures of the flood rows of one queue order (None: none ran)."""
+    mine = [r for r in rows if r["fairness"] == fairness]
+    if not mine:
+        return None
+    return {
+        "a_tasks_per_s_to_job": median([r["a_tasks_per_s_to_job"] for r in mine]),
+        "b_flood": {q: median([r["b_flood"][q] for r in mine]) for q in ("p50", "p99")},
+        "b_idle": {q: median([r["b_idle"][q] for r in mine]) for q in ("p50", "p99")},
+    }
+
+
+def run_flood(bench: Bench, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flood with each queue order, alternately (ABBA) when repeated, so neither order
+    always runs on the fuller control plane."""
+    n, w = config["flood"]
+    # FIFO, fair, and fair with a per-namespace cap that leaves a quarter of the workers to
+    # the other namespaces.
+    orders = [("fifo", 0), ("namespace", 0), ("namespace", max(1, w * 3 // 4))]
+    sequence: list[tuple[str, int]] = []
+    for i in range(config.get("flood_repeats", 1)):
+        sequence += orders if i % 2 == 0 else orders[::-1]
+    rows = []
+    for fairness, cap in sequence:
+        log(
+            f"flood: tenant A {n} Tasks, tenant B 1/s, {w} workers, --queue-fairness={fairness} "
+            f"--max-in-flight-per-namespace={cap}"
+        )
+        rows.append(bench.flood(n, w, fairness, cap=cap, idle_samples=config["flood_idle"]))
+        r = rows[-1]
+        log(
+            f"  B p50/p99 flood {fmt(r['b_flood']['p50'])}/{fmt(r['b_flood']['p99'])}s, idle "
+            f"{fmt(r['b_idle']['p50'])}/{fmt(r['b_idle']['p99'])}s; "
+            f"A {fmt(r['a_tasks_per_s_to_job'], 1)} Tasks/s"
+        )
+    return rows
 
 
 def render_startup(startup: dict[str, Any]) -> str:
@@ -763,6 +882,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only the start-up scenarios; their figures replace those of the --json file, "
         "and the report is rendered again from it",
     )
+    parser.add_argument(
+        "--flood-only",
+        action="store_true",
+        help="only the flood rows (--sizes: tenant A's Tasks, default 5000; --workers, default "
+        "16); their figures replace those of the --json file, and the report is rendered again",
+    )
     parser.add_argument("--kubelet", help=argparse.SUPPRESS)
     parser.add_argument("--writer", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -784,6 +909,7 @@ def main(argv: list[str] | None = None) -> int:
             data.get("ceiling") or {},
             data.get("replicas") or [],
             data.get("startup"),
+            data.get("flood"),
         )
         print(report)
         if args.output:
@@ -823,6 +949,30 @@ def main(argv: list[str] | None = None) -> int:
             data["startup"] = startup
             Path(args.json).write_text(json.dumps(data, indent=1))
             return main(["--from-json", args.json, "--output", args.output])
+        if args.flood_only:
+            config["flood"] = list(config["flood"])
+            if args.sizes:
+                config["flood"][0] = int(args.sizes.split(",")[0])
+            if args.workers:
+                config["flood"][1] = int(args.workers.split(",")[0])
+            try:
+                flood = run_flood(bench, config)
+            finally:
+                bench.stop_kubelet()
+            path = Path(args.json)
+            data = json.loads(path.read_text()) if path.exists() else {}
+            data.setdefault("results", [])
+            data.setdefault("memory", [])
+            data.setdefault("meta", machine_meta(plane))
+            meta = machine_meta(plane)
+            flood[0]["measured"] = (
+                f"in a run of its own (`--flood-only`, tenant A {config['flood'][0]:,} Tasks), "
+                f"{meta['date']}, commit {meta['taskfsm commit']}, load average at start "
+                f"{meta['load average at start (1/5/15 min)']}"
+            )
+            data["flood"] = flood
+            path.write_text(json.dumps(data, indent=1))
+            return main(["--from-json", args.json, "--output", args.output])
         if args.profile:
             try:
                 n = int((args.sizes or "1000").split(",")[0])
@@ -846,6 +996,7 @@ def main(argv: list[str] | None = None) -> int:
             ceiling: dict[str, float] = {}
             replicas: list[dict[str, Any]] = []
             startup: dict[str, Any] = {}
+            flood: list[dict[str, Any]] = []
             budget_end = started + config["budget_minutes"] * 60
             namespaces: dict[int, str] = {}
             sizes = config["sizes"]
@@ -898,6 +1049,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"{fmt(result.wall_seconds, 1)}s, complete={result.complete}"
                 )
 
+            # The flood first, while no earlier run's Tasks load the all-namespace controller.
+            if config.get("flood"):
+                flood = run_flood(bench, config)
             # First every size once (small first), then the profiled burst, the ceiling, the
             # steady rate, memory and replicas, then the remaining repeats while time lasts.
             first_reps = {n: (config["repeats"].get(n, 1) if n == min(sizes) else 1) for n in sizes}
@@ -963,7 +1117,7 @@ def main(argv: list[str] | None = None) -> int:
         k: (v if not isinstance(v, dict) else {str(a): b for a, b in v.items()})
         for k, v in config.items()
     }
-    report = render(results, memory, meta, printable, notes, ceiling, replicas, startup)
+    report = render(results, memory, meta, printable, notes, ceiling, replicas, startup, flood)
     print(report)
     if args.output:
         Path(args.output).write_text(report)
@@ -977,6 +1131,7 @@ def main(argv: list[str] | None = None) -> int:
                     "ceiling": ceiling,
                     "replicas": replicas,
                     "startup": startup,
+                    "flood": flood,
                     "meta": meta,
                     "config": printable,
                     "notes": notes,

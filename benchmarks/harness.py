@@ -20,6 +20,7 @@ import time
 import urllib.request
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -391,7 +392,13 @@ class Bench:
         return identity.install_controller(self.api, self.plane, namespace, self.log_dir)
 
     def controller(
-        self, namespace: str | None, workers: int, name: str, *, lease_ns: str = ""
+        self,
+        namespace: str | None,
+        workers: int,
+        name: str,
+        *,
+        lease_ns: str = "",
+        args: tuple[str, ...] = (),
     ) -> Any:
         from taskfsm_dev.process import ControllerProcess
 
@@ -400,7 +407,7 @@ class Bench:
             namespace=namespace,
             log_dir=self.log_dir,
             name=name,
-            args=[f"--workers={workers}", "--log-level=WARNING"],
+            args=[f"--workers={workers}", "--log-level=WARNING", *args],
         )
         return proc.start(timeout=120)
 
@@ -592,6 +599,116 @@ class Bench:
             "job_max_s": percentile(latencies, 1.0),
             "complete": len(latencies) == samples,
         }
+
+    def flood(
+        self,
+        n: int,
+        workers: int,
+        fairness: str,
+        *,
+        cap: int = 0,
+        rate: float = 1.0,
+        idle_samples: int = 20,
+    ) -> dict[str, Any]:
+        """Issue 30's flood: one controller watching every namespace (``--queue-fairness
+        fairness``); tenant A creates ``n`` Tasks at once while tenant B creates one every
+        ``1/rate`` s until A's last Job exists; then B goes on alone for ``idle_samples`` Tasks
+        (the idle reference, same process). B's Task→Job latencies during the flood and idle,
+        and A's Tasks/s to Job created. ``cap``: ``--max-in-flight-per-namespace`` (0: none)."""
+        from taskfsm_dev import objects
+
+        tenant_a, tenant_b = self.namespace("bench-flood-a"), self.namespace("bench-flood-b")
+        for ns in (tenant_a, tenant_b):
+            self.rest.create(WORKFLOWS, ns, objects.workflow("wf"))
+        proc = self.controller(
+            None,
+            workers,
+            f"ctl-flood-{fairness}",
+            lease_ns=tenant_a,
+            args=(f"--queue-fairness={fairness}", f"--max-in-flight-per-namespace={cap}"),
+        )
+        self._drained(proc, 120 + n * 0.1)  # earlier runs' Tasks: the start-up pass first
+        line_a = Timeline(self.rest, tenant_a, "wf", n).start()
+        line_b = Timeline(self.rest, tenant_b, "wf", 10**9).start()
+        created_a: dict[str, float] = {}
+        created_b: dict[str, float] = {}
+
+        def create(ns: str, name: str, created: dict[str, float]) -> None:
+            body = objects.task(name, workflow_name="wf", function_name="bench")
+            for attempt in range(5):
+                try:
+                    self.rest.create(TASKS, ns, body)
+                    break
+                except Exception:
+                    time.sleep(0.2 * (attempt + 1))
+            created[name] = time.monotonic()
+
+        def b_until(
+            stop: Callable[[], bool], prefix: str, limit: float, count: int | None = None
+        ) -> list[str]:
+            """B's Tasks, one every 1/rate s, until ``stop()``, ``count`` Tasks or ``limit`` s."""
+            names: list[str] = []
+            started = time.monotonic()
+            while not stop() and time.monotonic() - started < limit:
+                if count is not None and len(names) >= count:
+                    break
+                name = f"{prefix}{len(names):05d}"
+                names.append(name)
+                create(tenant_b, name, created_b)
+                time.sleep(max(0.0, started + len(names) / rate - time.monotonic()))
+            return names
+
+        limit = 120 + n * 0.4
+        started = time.monotonic()
+        pool = ThreadPoolExecutor(CREATE_THREADS)
+        futures = [pool.submit(create, tenant_a, f"a{i:05d}", created_a) for i in range(n)]
+        during = b_until(lambda: len(line_a.job) >= n, "flood", limit)
+        for future in futures:
+            future.result()
+        pool.shutdown()
+        complete_a = len(line_a.job) >= n
+        line_a.all_released.wait(max(1.0, limit - (time.monotonic() - started)))
+        self._drained(proc, 60)
+        idle = b_until(lambda: False, "idle", idle_samples / rate + 30, idle_samples)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(t in line_b.job for t in during + idle):
+            time.sleep(0.1)
+        proc.terminate(60)
+        line_a.stop()
+        line_b.stop()
+        with line_a.lock, line_b.lock:
+            jobs_a = [line_a.job[t] for t in created_a if t in line_a.job]
+            flood_b = [line_b.job[t] - created_b[t] for t in during if t in line_b.job]
+            idle_b = [line_b.job[t] - created_b[t] for t in idle if t in line_b.job]
+        first_a = min(created_a.values(), default=started)
+        return {
+            "fairness": fairness + (f", cap {cap}" if cap else ""),
+            "a_tasks": n,
+            "workers": workers,
+            "b_rate": rate,
+            "a_tasks_per_s_to_job": len(jobs_a) / max(1e-9, max(jobs_a, default=0) - first_a),
+            "a_complete": complete_a,
+            "b_flood": {"tasks": len(during), "done": len(flood_b), **_dist(flood_b)},
+            "b_idle": {"tasks": len(idle), "done": len(idle_b), **_dist(idle_b)},
+        }
+
+    def _drained(self, proc: Any, limit: float) -> None:
+        """Wait (at most ``limit`` s) until the controller's queues are empty and no worker is
+        busy, for 2 s in a row."""
+        deadline, since = time.monotonic() + limit, None
+        while time.monotonic() < deadline:
+            samples = proc.samples()
+            depth = sum(v for (name, _), v in samples.items() if name == "workqueue_depth")
+            active = sum(
+                v for (name, _), v in samples.items() if name == "controller_runtime_active_workers"
+            )
+            if depth == 0 and active == 0:
+                since = since or time.monotonic()
+                if time.monotonic() - since >= 2:
+                    return
+            else:
+                since = None
+            time.sleep(0.2)
 
     def ceiling(self, seconds: float) -> dict[str, float]:
         """The API server's bare write capacity on this machine now: small ConfigMaps POSTed by

@@ -160,6 +160,20 @@ def exit_after_stop(code: int) -> NoReturn:
     os._exit(code)
 
 
+def _namespace_weights(text: str) -> tuple[tuple[str, int], ...]:
+    """``--namespace-weights``: ``ns=weight,...`` as pairs; exits naming a malformed entry."""
+    pairs: list[tuple[str, int]] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        namespace, sep, weight = item.partition("=")
+        if not sep or not namespace or not weight.strip().isdigit() or int(weight) < 1:
+            raise SystemExit(
+                f"taskfsm: --namespace-weights: {item!r} is not namespace=weight with a weight "
+                "of at least 1"
+            )
+        pairs.append((namespace.strip(), int(weight)))
+    return tuple(pairs)
+
+
 def cmd_run(args: argparse.Namespace) -> NoReturn:
     """Run until SIGTERM/SIGINT (exit 0 after a graceful stop) or a lost Lease (exit 1).
 
@@ -192,6 +206,11 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
     in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not args.kubeconfig
     leader_elect = args.leader_elect if args.leader_elect is not None else in_cluster
     controllers = _controllers(args.controllers)
+    if args.max_in_flight_per_namespace < 0:
+        raise SystemExit(
+            "taskfsm: --max-in-flight-per-namespace must be at least 0, got "
+            f"{args.max_in_flight_per_namespace}"
+        )
     if args.buckets < 1:
         raise SystemExit(f"taskfsm: --buckets must be at least 1, got {args.buckets}")
     if args.buckets > 1 and not leader_elect:
@@ -201,6 +220,9 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         )
     settings = Settings(
         workers=args.workers,
+        queue_fairness=args.queue_fairness,
+        namespace_weights=_namespace_weights(args.namespace_weights or ""),
+        max_in_flight_per_namespace=args.max_in_flight_per_namespace,
         namespace=args.namespace,
         metrics_address=args.metrics_bind_address or None,
         health_address=args.health_probe_bind_address or None,
@@ -446,6 +468,26 @@ def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
         type=int,
         default=defaults.WORKERS,
         help="concurrent Task reconciles; one Task is never reconciled twice at once (default 4)",
+    )
+    run.add_argument(
+        "--queue-fairness",
+        choices=defaults.QUEUE_FAIRNESS_CHOICES,
+        default=defaults.QUEUE_FAIRNESS,
+        help="order of the Task and Workflow work queues: namespace serves the namespaces round "
+        "robin, so one tenant's flood does not delay another's Tasks; fifo is one queue for "
+        "every key (default namespace)",
+    )
+    run.add_argument(
+        "--namespace-weights",
+        help="comma-separated namespace=weight: Tasks a namespace is served per turn of the "
+        "round robin, e.g. media-live=4,batch=1; a namespace not named weighs 1 (default none)",
+    )
+    run.add_argument(
+        "--max-in-flight-per-namespace",
+        type=int,
+        default=defaults.MAX_IN_FLIGHT_PER_NAMESPACE,
+        help="Tasks of one namespace reconciled at once, at most, so one namespace never holds "
+        "every worker; 0: no cap (default 0)",
     )
     run.add_argument(
         "--metrics-bind-address",

@@ -11,6 +11,12 @@ from typing import Final
 
 WORKERS: Final = 4
 """Concurrent Task reconciles."""
+QUEUE_FAIRNESS: Final = "namespace"
+"""How the work queues order ready keys: ``namespace`` (round robin over namespaces) or
+``fifo`` (one queue for every key, client-go's order)."""
+QUEUE_FAIRNESS_CHOICES: Final = ("namespace", "fifo")
+MAX_IN_FLIGHT_PER_NAMESPACE: Final = 0
+"""Tasks of one namespace reconciled at once, at most (0: no cap)."""
 RESYNC_SECONDS: Final = 300.0
 """A Task (or Workflow) that may still change is looked at again at least this often."""
 WATCH_TIMEOUT: Final = 240.0

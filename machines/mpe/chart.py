@@ -22,6 +22,8 @@ What each state means:
   ones keeping a Job there, which each delete it: the Task chart's `mpe_deleting`); then the
   children of gone Tasks are deleted from its cluster and the finalizer removed. A cluster that
   has not answered for `--cleanup-timeout` is given up (Warning Event `OrphansNotChecked`).
+  An MPE that never reached a cluster (refused by policy, or never connected) goes at once:
+  nothing of a Task can be there, so nothing is waited for or searched.
 
 Spec: docs/behaviour.md §1.7 and §4.2, with D18 and D19.
 """
@@ -76,6 +78,13 @@ class MpeLifecycle(LifecycleChart):
         | following.to(None, cond="used_by_tasks", before="connect_keeping_client")
         | following.to(None, cond="mpe_terminating", before="connect_keeping_client")
         | following.to(None, before="connect")
+        # Nothing of a Task can be where the MPE never reached (its spec refused by policy, or
+        # no client of it ever connected): it goes at once, and its Tasks decide again.
+        | deleting.to(
+            finalized,
+            cond="cluster_holds_nothing",
+            before=["drop_client", "remove_mpe_finalizer", "wake_tasks"],
+        )
         # D18: the Tasks that still need the cluster are waited for, with the client kept (or,
         # after a restart, built again) so they can finish or clean up their Jobs.
         | deleting.to(

@@ -34,3 +34,8 @@ class MpeObservationGuards:
         """The cluster has not answered for `--cleanup-timeout`: its children are given up."""
         waited = observation.unreachable_seconds
         return waited > 0 and waited >= observation.cleanup_timeout
+
+    def cluster_holds_nothing(self, observation: MpeObservation) -> bool:
+        """Nothing of a Task can be in the MPE's cluster (refused by policy, or never
+        connected) and it has no earlier location: there is nothing to clean up or wait for."""
+        return bool(observation.never_reached) and observation.retired_locations == 0

@@ -26,6 +26,7 @@ GUARD_NAMES: Final = (
     "tasks_need_cluster",
     "client_was_ready",
     "cleanup_expired",
+    "cluster_holds_nothing",
 )
 """Every guard of `MpeLifecycleModel`, in declaration order."""
 
@@ -65,6 +66,10 @@ class MpeLifecycleModel(Protocol):
 
     def cleanup_expired(self, observation: MpeObservation) -> bool:
         """The cluster has not answered for the cleanup bound."""
+        ...
+
+    def cluster_holds_nothing(self, observation: MpeObservation) -> bool:
+        """Nothing of a Task can be in the MPE's cluster: it never reached one."""
         ...
 
     # Effects.

@@ -79,6 +79,15 @@ class MpeObservation:
             "was pointed elsewhere."
         ),
     )
+    never_reached: str = field(
+        default="",
+        metadata=_doc(
+            'Why nothing of a Task can be in the MPE\'s cluster (`""` when something may): its '
+            "spec is refused by policy (`NamespaceNotAllowed`, `KubeconfigRefused`, "
+            "`InvalidSpec`), or it was created while this process ran and no client of it ever "
+            "listed its Jobs; never while a Task's status names a Job made through it."
+        ),
+    )
     unreachable_seconds: float = field(
         default=0.0,
         metadata=_doc("Seconds the MPE's cluster has been unreachable without a break (0: fine)."),

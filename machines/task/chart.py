@@ -217,6 +217,14 @@ class TaskLifecycle(LifecycleChart):
     # Deleting finishes within the pass that observes the Task's own deletionTimestamp
     # (eventless transitions, first match wins).
     deleting.to(finalized, cond="task_terminating", unless="task_finalizer_present")
+    # A Task whose MPE never reached a cluster (refused by policy, never connected) has no Job
+    # anywhere (none recorded, none makeable there): it goes at once, nothing to wait for.
+    deleting.to(
+        finalized,
+        cond=["task_terminating", "mpe_unavailable", "mpe_never_reached"],
+        unless="job_ref_set",
+        before="remove_task_finalizer",
+    )
     # The Job must be cleaned up through its MPE: one whose client is being set up (a
     # restart) is waited for quietly; one found unreachable is retried until it has been
     # unreachable for the cleanup bound ...

@@ -76,6 +76,11 @@ class ObservationGuards:
         create's answer and the status write were both lost, is there): it is recorded."""
         return observation.mpe_unrecorded
 
+    def mpe_never_reached(self, observation: TaskObservation) -> bool:
+        """The selected MPE never reached a cluster (refused by policy, or never connected):
+        no Job of the Task can be there, so a deletion has nothing to clean up there."""
+        return observation.mpe_selected and observation.mpe_never_reached
+
     def cleanup_expired(self, observation: TaskObservation) -> bool:
         """A deleting Task has waited for its unreachable MPE as long as the cleanup bound."""
         return observation.deletion_requested and observation.cleanup_wait_left <= 0

@@ -40,6 +40,7 @@ GUARD_NAMES: Final = (
     "mpe_gone",
     "mpe_deleting",
     "mpe_unrecorded",
+    "mpe_never_reached",
     "cleanup_expired",
     "job_ref_set",
     "job_unrecorded",
@@ -127,6 +128,10 @@ class TaskLifecycleModel(Protocol):
 
     def mpe_unrecorded(self, observation: TaskObservation) -> bool:
         """A deleting Task's status names no MPE, but selection finds the one its Job is in."""
+        ...
+
+    def mpe_never_reached(self, observation: TaskObservation) -> bool:
+        """The selected MPE never reached a cluster: no Job of the Task can be there."""
         ...
 
     def cleanup_expired(self, observation: TaskObservation) -> bool:

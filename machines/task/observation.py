@@ -136,6 +136,14 @@ class TaskObservation:
         default="",
         metadata=_doc('Why it cannot be used: its Ready message (`""` when unknown).'),
     )
+    mpe_never_reached: bool = field(
+        default=False,
+        metadata=_doc(
+            "Nothing of a Task can be in its cluster: its spec is refused by policy "
+            "(`NamespaceNotAllowed`, `KubeconfigRefused`, `InvalidSpec`), or it was created "
+            "while this process ran and no client of it ever listed its Jobs."
+        ),
+    )
     mpe_refused: bool = field(
         default=False,
         metadata=_doc(

@@ -105,6 +105,7 @@ class Controller:
     ) -> None:
         self.settings = settings or Settings()
         self.metrics = metrics or Metrics()
+        self.metrics.name_tenants(self.settings.metrics_tenant_labels)
         self.api_client = api_client
 
         def default_factory(api: ApiClient) -> Rest:
@@ -129,9 +130,21 @@ class Controller:
         self.events = EventRecorder(self.rest)
         check(self.settings)
         self.ownership = Ownership(self.settings.buckets)
-        self.queue = WorkQueue(metrics=self._queue_metrics(CONTROLLER))
+        fairness = self.settings.queue_fairness
+        # Tasks are served fairly across namespaces (docs/operations.md, "Fair share across
+        # namespaces"), with the weights and the per-namespace cap of the flags.
+        self.queue = WorkQueue(
+            metrics=self._queue_metrics(CONTROLLER),
+            fair=fairness == "namespace",
+            weights=dict(self.settings.namespace_weights),
+            max_in_flight_per_namespace=self.settings.max_in_flight_per_namespace,
+        )
+        # An MPE key is kind/namespace/name and MPEs are few: one FIFO.
         self.mpe_queue = WorkQueue(
-            base_delay=0.5, max_delay=60.0, metrics=self._queue_metrics(MPE_CONTROLLER)
+            base_delay=0.5,
+            max_delay=60.0,
+            metrics=self.metrics.queue(MPE_CONTROLLER, namespaced=False),
+            fair=False,
         )
         self.registry = MpeRegistry(
             self.rest,
@@ -184,7 +197,11 @@ class Controller:
             manages_status=self._manages_mpe_status,
             remember=self._remember_mpe,
         )
-        self.workflow_queue = WorkQueue(metrics=self._queue_metrics(WORKFLOW_CONTROLLER))
+        self.workflow_queue = WorkQueue(
+            metrics=self._queue_metrics(WORKFLOW_CONTROLLER),
+            fair=fairness == "namespace",
+            weights=dict(self.settings.namespace_weights),
+        )
         self.workflow_reconciler = WorkflowReconciler(
             rest=self.rest,
             caches=self.caches,

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -48,6 +52,8 @@ def configure(*, level: str = "INFO", json: bool = False) -> None:
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter)
+    # A failure repeated on every retry writes a bounded number of lines (RepeatFilter).
+    handler.addFilter(RepeatFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -64,3 +70,79 @@ def bind(**values: Any) -> None:
 
 def clear() -> None:
     structlog.contextvars.clear_contextvars()
+
+
+class RepeatFilter(logging.Filter):
+    """Bounds the lines one failure repeated over and over may write (docs/operations.md,
+    "Events and logs under bad input").
+
+    Lines are the same when their logger, level, message, the work they belong to (the bound
+    ``key``, or a ``task`` field) and their ``error``/``reason`` fields and exception are. Of
+    such a run of repeats, the first ``burst`` lines pass, then only the 2^k-th (16th, 32nd,
+    ...) and at least one per ``interval`` seconds; a line that passes after dropped ones
+    carries ``repeated`` (how many were dropped), and a repeat never carries its traceback again
+    (the first did). A repeat after ``interval`` seconds of quiet starts a new run.
+    """
+
+    def __init__(
+        self,
+        *,
+        burst: int = 3,
+        interval: float = 3600.0,
+        max_tracked: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.burst = burst
+        self.interval = interval
+        self.max_tracked = max_tracked
+        self.clock = clock
+        self._runs: OrderedDict[tuple[Any, ...], list[float]] = OrderedDict()
+        """signature → [occurrences, dropped since the last line, last line's time, last seen]"""
+        self._lock = threading.Lock()
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        signature = self._signature(record)
+        now = self.clock()
+        with self._lock:
+            run = self._runs.get(signature)
+            if run is None or now - run[3] >= self.interval:
+                run = [0.0, 0.0, now, now]
+                self._runs[signature] = run
+                while len(self._runs) > self.max_tracked:
+                    self._runs.popitem(last=False)
+            self._runs.move_to_end(signature)
+            run[0] += 1
+            run[3] = now
+            count = int(run[0])
+            passes = (
+                count <= self.burst or count & (count - 1) == 0 or now - run[2] >= self.interval
+            )
+            if not passes:
+                run[1] += 1
+                self.dropped += 1
+                return False
+            dropped, run[1], run[2] = int(run[1]), 0.0, now
+        if count > 1:
+            record.exc_info = None  # the first line of the run had the traceback
+            record.exc_text = None
+            record.occurrence = count
+        if dropped:
+            record.repeated = dropped
+        return True
+
+    @staticmethod
+    def _signature(record: logging.LogRecord) -> tuple[Any, ...]:
+        fields = record.__dict__
+        work = structlog.contextvars.get_contextvars().get("key") or fields.get("task")
+        exc = record.exc_info[1] if record.exc_info else None
+        return (
+            record.name,
+            record.levelno,
+            str(record.msg),
+            str(work or ""),
+            str(fields.get("error", "")),
+            str(fields.get("reason", "")),
+            "" if exc is None else f"{type(exc).__name__}: {exc}",
+        )

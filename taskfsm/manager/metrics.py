@@ -19,6 +19,12 @@ registry). Series:
 ``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer;
                                                            host of a remote cluster: ``remote``
                                                            unless tenant labels are opted in)
+``taskfsm_workqueue_namespace_depth{controller,namespace}``  keys waiting, by namespace: the
+                                                           10 deepest namespaces (their rank
+                                                           ``#1``... unless tenant labels are
+                                                           opted in), the rest summed as
+                                                           ``namespace="(other)"``
+``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer)
 ``leader_election_master_status{name}``                    1 while this replica leads (with
                                                            buckets: per bucket Lease it holds)
 ``taskfsm_buckets_held``                                   bucket Leases this replica holds
@@ -94,6 +100,15 @@ def remote_host_label(host: str, tenant_labels: bool) -> str:
     return host if tenant_labels else REMOTE_HOST
 
 
+NAMESPACE_DEPTH_TOP = 10
+"""Namespaces with a series of their own in ``taskfsm_workqueue_namespace_depth`` (the deepest,
+per queue); the others are summed into one series, so the label's cardinality stays bounded
+however many tenants there are."""
+OTHER_NAMESPACES = "(other)"
+"""The ``namespace`` label of the sum over the namespaces beyond the top ones (no namespace
+can be named so: it is not a DNS label)."""
+
+
 class _Snapshot(Collector):
     """Gauges computed at scrape time from a callable (cache contents, watch health)."""
 
@@ -153,6 +168,42 @@ class _MemoryLimit(Collector):
         if limit is not None:
             family.add_metric([], float(limit))
         yield family
+
+
+class _NamespaceDepth(Collector):
+    """``taskfsm_workqueue_namespace_depth``: the keys waiting in each work queue by namespace,
+    at scrape time; the :data:`NAMESPACE_DEPTH_TOP` deepest namespaces of each queue get a
+    series, the rest one summed series (bounded cardinality). A namespace is a tenant's: its
+    name is the label only when the admin opts in (``--metrics-tenant-labels``); otherwise the
+    label is its rank (``#1`` the deepest), which still shows one namespace flooding the queue."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Callable[[], dict[str, int]]] = {}
+        self.named = False
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "taskfsm_workqueue_namespace_depth",
+            f"Keys waiting in the work queue by namespace: the {NAMESPACE_DEPTH_TOP} deepest "
+            f'namespaces, the others summed as namespace="{OTHER_NAMESPACES}".',
+            labels=["controller", "namespace"],
+        )
+        for name, read in sorted(self.queues.items()):
+            rows = top_namespaces(read(), NAMESPACE_DEPTH_TOP)
+            for rank, (namespace, depth) in enumerate(rows, start=1):
+                shown = namespace if self.named or namespace == OTHER_NAMESPACES else f"#{rank}"
+                family.add_metric([name, shown], depth)
+        yield family
+
+
+def top_namespaces(depths: dict[str, int], top: int) -> list[tuple[str, float]]:
+    """The ``top`` deepest namespaces (ties by name), then the others' sum, if any."""
+    ranked = sorted(depths.items(), key=lambda item: (-item[1], item[0]))
+    rows: list[tuple[str, float]] = [(ns, float(depth)) for ns, depth in ranked[:top]]
+    rest = sum(depth for _, depth in ranked[top:])
+    if len(ranked) > top:
+        rows.append((OTHER_NAMESPACES, float(rest)))
+    return rows
 
 
 class Metrics:
@@ -221,6 +272,8 @@ class Metrics:
         )
         self._queue_progress = _QueueProgress()
         r.register(self._queue_progress)
+        self._namespace_depth = _NamespaceDepth()
+        r.register(self._namespace_depth)
         self.rest_requests = Counter(
             "rest_client_requests_total",
             "API requests by HTTP status code (0: no answer; 409: a conflict), method and API "
@@ -275,11 +328,22 @@ class Metrics:
         GCCollector(registry=r)
         PlatformCollector(registry=r)
 
-    def queue(self, name: str) -> QueueMetrics:
-        """The hooks of the work queue of controller ``name``: its ``workqueue_*`` series."""
+    def name_tenants(self, named: bool) -> None:
+        """Label series with tenants' namespaces (``--metrics-tenant-labels``), not their ranks."""
+        self._namespace_depth.named = named
+
+    def queue(self, name: str, *, namespaced: bool = True) -> QueueMetrics:
+        """The hooks of the work queue of controller ``name``: its ``workqueue_*`` series, and
+        (``namespaced``: its keys are ``namespace/name``) its depth by namespace."""
         labels = (name, name)
         self._queue_progress.queues.setdefault(name, list)  # 0 until the queue exists
+
+        def on_namespaces(read: Callable[[], dict[str, int]]) -> None:
+            if namespaced:
+                self._namespace_depth.queues[name] = read
+
         return QueueMetrics(
+            on_namespaces=on_namespaces,
             on_add=self.queue_adds.labels(*labels).inc,
             on_retry=self.queue_retries.labels(*labels).inc,
             on_depth=self.queue_depth.labels(*labels).set,

@@ -9,6 +9,15 @@ Semantics follow client-go's rate-limited delaying queue, which every Go control
   jitter (``base_delay`` · 2^failures, capped at ``max_delay``); :meth:`WorkQueue.forget` resets it;
 * :meth:`WorkQueue.add_after` re-adds a key after a delay (a guard waiting on time).
 
+Unlike client-go's single FIFO, keys ready to run are served **fairly across namespaces** (the
+part of a key before its first ``/``; docs/operations.md, "Fair share across namespaces"): each
+namespace with waiting keys has a FIFO of its own, and the namespaces take turns, round robin,
+each serving up to its weight (default 1) of keys per turn. A tenant that queues 5,000 keys thus
+delays another tenant's next key by at most one turn, not by 5,000 keys. An optional cap on the
+keys of one namespace being reconciled at once (``max_in_flight_per_namespace``) keeps one
+namespace from holding every worker; a namespace at its cap is skipped until one of its keys is
+done. ``fair=False`` restores one FIFO for every key (client-go's order).
+
 Its metrics are client-go's (:class:`QueueMetrics`): depth, adds, retries, how long a key waited
 between its add and a worker taking it, how long the worker took until :meth:`WorkQueue.done`,
 and the work still in progress (:meth:`WorkQueue.in_progress`, read at scrape time).
@@ -23,7 +32,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from taskfsm.kube.jitter import uniform
@@ -46,6 +55,9 @@ class QueueMetrics:
     """A worker finished a key (:meth:`WorkQueue.done`): seconds since it took it."""
     on_queue: Callable[[Callable[[], list[float]]], None] = lambda in_progress: None
     """Called once with the queue's :meth:`WorkQueue.in_progress`, for scrape-time gauges."""
+    on_namespaces: Callable[[Callable[[], dict[str, int]]], None] = lambda depths: None
+    """Called once with the queue's :meth:`WorkQueue.depth_by_namespace`, for scrape-time
+    gauges (the metrics keep only the deepest namespaces: bounded label cardinality)."""
 
 
 @dataclass
@@ -57,6 +69,10 @@ class WorkQueue:
         max_delay: cap on the retry delay in seconds (default 1000 s ≈ 16.7 min).
         jitter: the retry delay is multiplied by a random factor in ``[1, 1 + jitter)``.
         clock: monotonic seconds; injected by tests.
+        fair: serve namespaces round robin (False: one FIFO for every key).
+        weights: keys a namespace is served per turn (default 1 for a namespace not named).
+        max_in_flight_per_namespace: keys of one namespace being reconciled at once, at most
+            (0: no cap).
     """
 
     base_delay: float = 0.005
@@ -64,7 +80,18 @@ class WorkQueue:
     jitter: float = 0.1
     clock: Callable[[], float] = time.monotonic
     metrics: QueueMetrics = field(default_factory=QueueMetrics)
-    _queue: deque[str] = field(default_factory=deque, init=False)
+    fair: bool = True
+    weights: Mapping[str, int] = field(default_factory=dict)
+    max_in_flight_per_namespace: int = 0
+    _queues: dict[str, deque[str]] = field(default_factory=dict, init=False)
+    """Keys ready to run, by namespace (one FIFO each; ``""`` holds every key when not fair)."""
+    _turns: deque[str] = field(default_factory=deque, init=False)
+    """The namespaces with ready keys, in the order they take their turns (the head's turn now)."""
+    _served: int = field(default=0, init=False)
+    """Keys the head of ``_turns`` has been served in its current turn."""
+    _ready: int = field(default=0, init=False)
+    _running: dict[str, int] = field(default_factory=dict, init=False)
+    """Keys being processed, by namespace (for the per-namespace cap)."""
     _dirty: set[str] = field(default_factory=set, init=False)
     _processing: set[str] = field(default_factory=set, init=False)
     _failures: dict[str, int] = field(default_factory=dict, init=False)
@@ -80,7 +107,13 @@ class WorkQueue:
     _shutting_down: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
+        for namespace, weight in self.weights.items():
+            if weight < 1:
+                raise ValueError(f"namespace {namespace!r}: a weight must be at least 1")
+        if self.max_in_flight_per_namespace < 0:
+            raise ValueError("max_in_flight_per_namespace must not be negative")
         self.metrics.on_queue(self.in_progress)
+        self.metrics.on_namespaces(self.depth_by_namespace)
 
     # -- producers -------------------------------------------------------------------------------
 
@@ -167,16 +200,18 @@ class WorkQueue:
         with self._cv:
             while True:
                 self._promote_due_locked()
-                if self._queue:
-                    key = self._queue.popleft()
+                key = self._next_locked()
+                if key is not None:
                     self._processing.add(key)
                     self._dirty.discard(key)
+                    namespace = self._namespace(key)
+                    self._running[namespace] = self._running.get(namespace, 0) + 1
                     now = self.clock()
                     self._started_at[key] = now
-                    self.metrics.on_depth(len(self._queue))
+                    self.metrics.on_depth(self._ready)
                     self.metrics.on_wait(now - self._added_at.pop(key, now))
                     return key
-                if self._shutting_down:
+                if self._shutting_down and not self._ready:
                     raise ShutDown
                 wait = None if deadline is None else deadline - self.clock()
                 if self._waiting:
@@ -191,13 +226,23 @@ class WorkQueue:
     def done(self, key: str) -> None:
         """Mark ``key`` finished; if it was added while running, queue it again."""
         with self._cv:
-            self._processing.discard(key)
+            if key in self._processing:
+                self._processing.discard(key)
+                namespace = self._namespace(key)
+                left = self._running.get(namespace, 0) - 1
+                if left > 0:
+                    self._running[namespace] = left
+                else:
+                    self._running.pop(namespace, None)
+                # A namespace at its cap may take a worker again.
+                if self.max_in_flight_per_namespace and self._ready:
+                    self._cv.notify()
             started = self._started_at.pop(key, None)
             if started is not None:
                 self.metrics.on_work(self.clock() - started)
             if key in self._dirty:
-                self._queue.append(key)
-                self.metrics.on_depth(len(self._queue))
+                self._push_locked(key)
+                self.metrics.on_depth(self._ready)
                 self._cv.notify()
 
     def shutdown(self) -> None:
@@ -215,15 +260,26 @@ class WorkQueue:
             now = self.clock()
             return [now - started for started in self._started_at.values()]
 
+    def depth_by_namespace(self) -> dict[str, int]:
+        """Keys ready to run, by namespace (namespaces with none are left out)."""
+        with self._cv:
+            if self.fair:
+                return {ns: len(keys) for ns, keys in self._queues.items() if keys}
+            depths: dict[str, int] = {}
+            for key in self._queues.get("", ()):
+                ns = self._namespace(key)
+                depths[ns] = depths.get(ns, 0) + 1
+            return depths
+
     def __len__(self) -> int:
         with self._cv:
-            return len(self._queue)
+            return self._ready
 
     def idle(self) -> bool:
         """No key is waiting to be handed out and none is being worked on (keys delayed by
         :meth:`add_after` or a backoff do not count)."""
         with self._cv:
-            return not self._queue and not self._processing
+            return not self._ready and not self._processing
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -235,9 +291,68 @@ class WorkQueue:
         self.metrics.on_add()
         if key in self._processing:
             return  # done() re-queues it, so one key never runs on two workers
-        self._queue.append(key)
-        self.metrics.on_depth(len(self._queue))
+        self._push_locked(key)
+        self.metrics.on_depth(self._ready)
         self._cv.notify()
+
+    @staticmethod
+    def _namespace(key: str) -> str:
+        """The namespace of ``key`` (``namespace/name``); a key without ``/`` has none."""
+        head, sep, _ = key.partition("/")
+        return head if sep else ""
+
+    def _push_locked(self, key: str) -> None:
+        """Append ``key`` to its namespace's FIFO; a namespace with no ready keys before takes
+        its turn after every namespace already waiting."""
+        lane = self._namespace(key) if self.fair else ""
+        keys = self._queues.get(lane)
+        if keys is None:
+            keys = self._queues[lane] = deque()
+        if not keys:
+            self._turns.append(lane)
+        keys.append(key)
+        self._ready += 1
+
+    def _next_locked(self) -> str | None:
+        """The next key to hand out: the head namespace's oldest key, unless that namespace is
+        at its cap (then the next namespace's); the head's turn ends after its weight of keys."""
+        cap = self.max_in_flight_per_namespace
+        for _ in range(len(self._turns)):
+            lane = self._turns[0]
+            keys = self._queues[lane]
+            if not self.fair and cap:
+                key = self._first_uncapped_locked(keys, cap)
+                if key is None:
+                    return None
+                self._ready -= 1
+                if not keys:
+                    self._turns.popleft()
+                    del self._queues[lane]
+                return key
+            if cap and self._running.get(lane, 0) >= cap:
+                self._turns.rotate(-1)  # skipped: its turn comes again once it has room
+                self._served = 0
+                continue
+            key = keys.popleft()
+            self._ready -= 1
+            self._served += 1
+            if not keys:
+                self._turns.popleft()
+                del self._queues[lane]
+                self._served = 0
+            elif self._served >= self.weights.get(lane, 1):
+                self._turns.rotate(-1)
+                self._served = 0
+            return key
+        return None
+
+    def _first_uncapped_locked(self, keys: deque[str], cap: int) -> str | None:
+        """One FIFO with a cap: the oldest key whose namespace has room (taken out)."""
+        for index, key in enumerate(keys):
+            if self._running.get(self._namespace(key), 0) < cap:
+                del keys[index]
+                return key
+        return None
 
     def _promote_due_locked(self) -> None:
         now = self.clock()

@@ -26,6 +26,13 @@ class Settings:
 
     workers: int = d.WORKERS
     """Concurrent Task reconciles (one per Task at a time)."""
+    queue_fairness: str = d.QUEUE_FAIRNESS
+    """``namespace``: the Task and Workflow queues serve namespaces round robin; ``fifo``: one
+    queue for every key."""
+    namespace_weights: tuple[tuple[str, int], ...] = ()
+    """Keys a namespace is served per turn (default 1 for a namespace not named)."""
+    max_in_flight_per_namespace: int = d.MAX_IN_FLIGHT_PER_NAMESPACE
+    """Tasks of one namespace reconciled at once, at most (0: no cap)."""
     namespace: str | None = None
     """Watch one namespace only; None watches all."""
     resync_seconds: float = d.RESYNC_SECONDS
@@ -111,6 +118,16 @@ def check(settings: Settings) -> None:
         raise ValueError(
             f"unknown controller(s) {', '.join(unknown)}: choose from {', '.join(CONTROLLERS)}"
         )
+    if settings.queue_fairness not in d.QUEUE_FAIRNESS_CHOICES:
+        raise ValueError(
+            f"queue fairness must be one of {', '.join(d.QUEUE_FAIRNESS_CHOICES)}, "
+            f"got {settings.queue_fairness!r}"
+        )
+    if settings.max_in_flight_per_namespace < 0:
+        raise ValueError("the per-namespace cap must not be negative (0: no cap)")
+    for namespace, weight in settings.namespace_weights:
+        if weight < 1:
+            raise ValueError(f"namespace {namespace}: a weight must be at least 1, got {weight}")
     if settings.buckets < 1:
         raise ValueError(f"buckets must be at least 1, got {settings.buckets}")
     if settings.buckets > 1 and not settings.leader_election:

@@ -43,6 +43,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from taskfsm.api import constants as c
 from taskfsm.manager.metrics import Metrics
+from taskfsm.manager.queue import WorkQueue
 from taskfsm.tools.deploygen import REPOSITORY_URL
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -100,7 +101,9 @@ def metric_definitions() -> list[MetricDefinition]:
     metrics = Metrics()
     metrics.watch_tasks_by_phase(lambda: [("probe", 0.0)])
     metrics.watch_health(lambda: [("probe", 0.0)])
-    metrics.queue("probe")  # the work-in-progress gauges have a sample per queue
+    # The work-in-progress gauges have a sample per queue, the depth by namespace one per
+    # namespace waiting.
+    WorkQueue(metrics=metrics.queue("probe")).add("probe/probe")
     declared = {
         value._name: tuple(value._labelnames)
         for value in vars(metrics).values()
@@ -381,6 +384,7 @@ PANELS: Final[dict[str, tuple[str, str]]] = {
     "controller_runtime_reconcile_time_seconds": ("How long a reconcile takes", "s"),
     "controller_runtime_active_workers": ("Workers busy reconciling", "short"),
     "workqueue_depth": ("Keys waiting for a worker", "short"),
+    "taskfsm_workqueue_namespace_depth": ("Keys waiting, by namespace (the deepest)", "short"),
     "workqueue_adds": ("Keys added to the work queues per second", "short"),
     "workqueue_retries": ("Retries after an error per second", "short"),
     "workqueue_queue_duration_seconds": ("How long a key waits for a worker", "s"),

@@ -98,7 +98,12 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
         "Jobs of local MediaProcessingEntities: watch, create, adopt (get), job-protection "
         "finalizer (patch), delete on termination and Task deletion",
     ),
-    Rule(("events.k8s.io",), ("events",), ("create",), "an Event per phase change and error"),
+    Rule(
+        ("events.k8s.io",),
+        ("events",),
+        ("create", "patch"),
+        "an Event per phase change and error; a repeat patches its Event's series count",
+    ),
     Rule(
         ("",),
         ("events",),

@@ -34,6 +34,7 @@ def check_controller(text: str, data: dict[str, Any]) -> None:
         "## Against the API server's write ceiling",
         "## Against the targets",
         "## Start-up and a new MediaProcessingEntity",
+        "## Fair share under a flood",
     ):
         assert heading in text
     assert {(r["scenario"], r["workers"]) for r in data["results"]} >= {("burst", 1), ("burst", 4)}
@@ -47,6 +48,11 @@ def check_controller(text: str, data: dict[str, Any]) -> None:
     assert all(m["rss_mib"] > 0 for m in data["memory"])
     assert data["startup"]["boot"]["complete"], data["startup"]
     assert data["startup"]["new_mpe"]["complete"], data["startup"]
+    assert [row["fairness"] for row in data["flood"]] == ["fifo", "namespace", "namespace, cap 3"]
+    for row in data["flood"]:
+        assert row["a_complete"], row
+        assert row["b_flood"]["done"] == row["b_flood"]["tasks"] >= 1, row
+        assert row["b_idle"]["done"] == row["b_idle"]["tasks"] >= 1, row
 
 
 def check_http(text: str, data: dict[str, Any]) -> None:

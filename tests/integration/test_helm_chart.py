@@ -226,6 +226,34 @@ def test_buckets_and_controllers_values_become_flags():
     assert "buckets above 1 needs leaderElection.enabled" in proc.stderr
 
 
+def test_queue_fairness_values_become_flags():
+    """`queueFairness` becomes `--queue-fairness`, `--namespace-weights` (sorted by namespace)
+    and `--max-in-flight-per-namespace` when they differ from the defaults, and is left out
+    otherwise; the flags parse."""
+    from taskfsm import cli
+
+    flags = ("--queue-fairness", "--namespace-weights", "--max-in-flight-per-namespace")
+    assert not [a for a in _args(by_kind(render())) if a.startswith(flags)]
+    args = _args(
+        by_kind(
+            render(
+                "--set",
+                "queueFairness.mode=fifo,queueFairness.maxInFlightPerNamespace=3,"
+                "queueFairness.namespaceWeights.media-live=4,queueFairness.namespaceWeights.batch=2",
+            )
+        )
+    )
+    chosen = [a for a in args if a.startswith(flags)]
+    assert chosen == [
+        "--queue-fairness=fifo",
+        "--namespace-weights=batch=2,media-live=4",
+        "--max-in-flight-per-namespace=3",
+    ]
+    parsed = cli.build_parser().parse_args(["run", *chosen])
+    assert cli._namespace_weights(parsed.namespace_weights) == (("batch", 2), ("media-live", 4))
+    assert parsed.max_in_flight_per_namespace == 3
+
+
 def test_prometheus_rule_selects_the_release_scrape_job():
     """With metrics.prometheusRule.enabled every alert selects the job a ServiceMonitor gives
     this release's metrics Service (`<prefix>-controller-metrics`), or jobSelector when set."""

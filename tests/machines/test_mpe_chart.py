@@ -301,6 +301,21 @@ def test_a_cluster_silent_for_the_cleanup_bound_is_given_up():
     assert outcome.finalized
 
 
+@pytest.mark.parametrize("reason", ["NamespaceNotAllowed", "KubeconfigRefused", "NotReachable"])
+def test_a_deleting_mpe_that_never_reached_a_cluster_goes_at_once(reason):
+    """Refused by policy, or never connected: nothing of a Task can be in its cluster, so no
+    orphan search, no cleanup bound; its Tasks decide again."""
+    outcome = run(deletion_requested=True, has_finalizer=True, never_reached=reason)
+    assert outcome.effects == ("drop_client", "remove_mpe_finalizer", "wake_tasks")
+    assert outcome.events == ()
+    assert outcome.finalized
+
+
+def test_a_deleting_mpe_that_never_reached_a_cluster_but_kept_locations_searches_them():
+    outcome = run(deletion_requested=True, never_reached="NotReachable", retired_locations=1)
+    assert outcome.effects == ("delete_orphans", "drop_client", "remove_mpe_finalizer")
+
+
 def test_a_gone_mpe_drops_what_this_process_held_for_it():
     assert run(exists=False).effects == ("drop_client",)
     assert run(exists=False, manages_status=False).effects == ("drop_client",)
@@ -351,6 +366,7 @@ SITUATIONS: list[tuple[dict[str, BaseException] | None, dict[str, Any]]] = [
     ),
     (None, {"deletion_requested": True}),
     (None, {"deletion_requested": True, "unreachable_seconds": 200.0}),
+    (None, {"deletion_requested": True, "never_reached": "NamespaceNotAllowed"}),
     (None, {"exists": False}),
     (None, {"exists": False, "manages_status": False}),
 ]

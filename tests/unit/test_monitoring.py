@@ -92,6 +92,7 @@ def test_metric_definitions_are_the_controllers() -> None:
         "workqueue_work_duration_seconds": ("histogram", ("name", "controller")),
         "workqueue_unfinished_work_seconds": ("gauge", ("name", "controller")),
         "workqueue_longest_running_processor_seconds": ("gauge", ("name", "controller")),
+        "taskfsm_workqueue_namespace_depth": ("gauge", ("controller", "namespace")),
         "rest_client_requests_total": ("counter", ("code", "method", "host")),
         "leader_election_master_status": ("gauge", ("name",)),
         "taskfsm_buckets_held": ("gauge", ()),

@@ -17,7 +17,10 @@ The registry also keeps, in process memory:
 * an MPE's earlier locations while Tasks have Jobs there (``retired``, docs/operations.md
   "Changing where an MPE runs Jobs");
 * how long each MPE has been unreachable without a break (:meth:`unreachable_for`), fed by the
-  Task reads and the MPE's own cleanup: what ``--cleanup-timeout`` counts.
+  Task reads and the MPE's own cleanup: what ``--cleanup-timeout`` counts;
+* whether an MPE's cluster can hold anything of a Task at all (:meth:`never_reached`): not when
+  its spec is refused by policy, nor when no client of it ever listed its Jobs since it was
+  created (docs/operations.md, "Deleting what never reached a cluster").
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from taskfsm.api import constants as c
+from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import (
     MpeCluster,
     MpeError,
@@ -50,6 +54,14 @@ from taskfsm.kube.rest import Rest
 
 log = logging.getLogger(__name__)
 
+POLICY_REFUSALS: Final = frozenset(
+    {Reason.NAMESPACE_NOT_ALLOWED, Reason.KUBECONFIG_REFUSED, Reason.INVALID_SPEC}
+)
+"""Reasons an MPE's spec can never give a client, whatever its cluster does: nothing of a Task
+can have been made through it."""
+CLOCK_MARGIN_SECONDS: Final = 5.0
+"""An MPE counts as created while this process ran only if its creationTimestamp is this much
+after the process started (the API server's clock may be ahead of ours)."""
 REMOTE_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
 """Largest answer or watch event read from a remote MediaProcessingEntity's cluster (a page of
 500 Jobs is a few MiB); a larger one fails that MPE's request, never the controller."""
@@ -114,6 +126,14 @@ class MpeRegistry:
         self._unreachable_since: dict[MpeKey, float] = {}
         """Monotonic time since which each MPE has been found unreachable (cleared when it
         answers): what ``--cleanup-timeout`` counts, not queueing delay."""
+        self._reasons: dict[MpeKey, str] = {}
+        """The reason (:class:`Reason`) of each error in ``_errors``."""
+        self._reached: set[MpeKey] = set()
+        """MPEs a client of which has listed their Jobs in this process (their cluster may hold
+        Jobs of Tasks)."""
+        self._started = time.time()
+        """Wall-clock start of this registry: what it knows of an MPE created before is not
+        the MPE's whole history."""
         self._lock = threading.RLock()
         self._interrupted = threading.Event()
 
@@ -252,7 +272,7 @@ class MpeRegistry:
                 if keep and current is not None:
                     self._kept[key] = exc
                     return current
-            self.remove(key, error=str(exc))
+            self.remove(key, error=str(exc), reason=exc.reason)
             raise
         with self._lock:
             self._kept.pop(key, None)
@@ -301,6 +321,8 @@ class MpeRegistry:
         (docs/security.md). The watch's first sync or failure re-queues the MPE at once."""
         informer = cluster.jobs
         if informer.has_synced:
+            with self._lock:
+                self._reached.add(key)
             return cluster
         timed_out = time.monotonic() - cluster.built_at > self.sync_timeout
         if not informer.failures and not timed_out:
@@ -309,7 +331,7 @@ class MpeRegistry:
             informer,
             informer.last_error or f"Job watch did not sync within {self.sync_timeout:.0f}s",
         )
-        self.remove(key, error=str(error))
+        self.remove(key, error=str(error), reason=error.reason)
         raise error
 
     def kept(self, key: MpeKey) -> MpeError | None:
@@ -318,7 +340,34 @@ class MpeRegistry:
         with self._lock:
             return self._kept.get(key)
 
-    def remove(self, key: MpeKey, *, error: str = "") -> None:
+    def never_reached(self, mpe: dict[str, Any], *, jobs_recorded: bool) -> str:
+        """Why nothing of a Task can be in the cluster of ``mpe`` (``""`` when something may):
+        its spec is refused by policy (``NamespaceNotAllowed``, ``KubeconfigRefused``,
+        ``InvalidSpec``: no client can be built from it), or it was created while this process
+        ran and no client of it has ever listed its Jobs (``NotReachable``,
+        ``ClusterRefused``, ...: it never connected). Never when this process holds a client
+        or an earlier location of it, or ``jobs_recorded`` (a Task's status names a Job made
+        through it: some process reached it)."""
+        key = key_of(mpe)
+        with self._lock:
+            if jobs_recorded or key in self._reached or self._retired.get(key):
+                return ""
+            cluster = self._clusters.get(key)
+            if cluster is not None and cluster.ready:
+                return ""
+            if cluster is None and key not in self._errors:
+                return ""  # never tried yet: nothing known
+            # Tried, and no client of it has listed its Jobs (a new one's first list may be
+            # under way: until it lists, no Job can be made through it either).
+            reason = self._reasons.get(key, "")
+        if reason in POLICY_REFUSALS:
+            return reason
+        created = parse_time((mpe.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None and created.timestamp() >= self._started + CLOCK_MARGIN_SECONDS:
+            return reason or Reason.NOT_REACHABLE
+        return ""
+
+    def remove(self, key: MpeKey, *, error: str = "", reason: str = "") -> None:
         """Drop ``key``'s cluster (broken, or gone), stopping its Job watch if no other MPE shares
         it. Its kubeconfig Secret stays watched (a fixed Secret re-queues it): :meth:`forget`
         drops that too."""
@@ -327,9 +376,11 @@ class MpeRegistry:
             self._kept.pop(key, None)
             if error:
                 self._errors[key] = error
+                self._reasons[key] = reason
                 self._unreachable_since.setdefault(key, time.monotonic())
             else:
                 self._errors.pop(key, None)
+                self._reasons.pop(key, None)
         if cluster is not None:
             self.jobs.release(cluster)
 
@@ -339,6 +390,7 @@ class MpeRegistry:
         self.remove(key)
         with self._lock:
             self._unreachable_since.pop(key, None)
+            self._reached.discard(key)
         self.release_retired(key, lambda _cluster: False)
         self.secrets.watch(key, None)
 

@@ -141,7 +141,9 @@ class MpeReconciler:
         ref = ref_of_key(key)
         tasks = self.tasks_using(key)
         active = kept = 0
+        jobs_recorded = False
         for task in tasks:
+            jobs_recorded = jobs_recorded or bool((task.get("status") or {}).get("jobRef"))
             status = task.get("status") or {}
             if status.get("phase") not in c.TASK_TERMINAL_PHASES:
                 active += 1
@@ -165,6 +167,7 @@ class MpeReconciler:
             tasks_active=active,
             jobs_kept=kept,
             retired_locations=len(self.registry.retired(key)),
+            never_reached=self.registry.never_reached(mpe, jobs_recorded=jobs_recorded),
             unreachable_seconds=self.registry.unreachable_for(ref),
             cleanup_timeout=self.cleanup_timeout,
             resync_seconds=self.resync_seconds,

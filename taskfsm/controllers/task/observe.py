@@ -49,6 +49,7 @@ def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
         mpe_deleting=bool(((world.mpe or {}).get("metadata") or {}).get("deletionTimestamp")),
         mpe_unrecorded=world.mpe_unrecorded,
         mpe_problem=world.mpe_problem,
+        mpe_never_reached=world.mpe_never_reached,
         mpe_refused=world.job_refused,
         job_unreadable=world.job_unreadable,
         job_name=world.job_name,

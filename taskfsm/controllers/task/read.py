@@ -147,6 +147,13 @@ class TaskReader:
         if world.cluster is None:
             world.client_pending = cluster is None and self.clusters.pending(mpe_ref)
         world.mpe_problem = self.clusters.error(mpe_ref)
+        if world.cluster is None and world.mpe is not None:
+            world.mpe_never_reached = bool(
+                self.clusters.never_reached(
+                    {**world.mpe, "kind": (mpe_ref or {}).get("kind") or world.mpe.get("kind")},
+                    jobs_recorded=bool(job_ref),
+                )
+            )
         if world.job is not None:
             self.seen.saw(task_uid, job_name)
             if world.cluster is not None:

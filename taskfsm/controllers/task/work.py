@@ -43,6 +43,7 @@ class TaskWorld:
     """The ready client of the cluster the Job is in (None: none ready)."""
     client_pending: bool = False
     mpe_problem: str = ""
+    mpe_never_reached: bool = False
     job: dict[str, Any] | None = None
     job_unreadable: str = ""
     job_refused: bool = False

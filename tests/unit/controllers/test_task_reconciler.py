@@ -226,6 +226,9 @@ class FakeClusters:
     def error(self, ref: Any) -> str:
         return ""
 
+    def never_reached(self, mpe: Any, *, jobs_recorded: bool) -> str:
+        return ""
+
     def unreachable_for(self, ref: Any) -> float:
         return self.unreachable
 
