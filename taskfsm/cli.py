@@ -101,6 +101,25 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30, 90s, 5m)") from None
 
 
+def _ttl(text: str) -> float:
+    """``--finished-ttl``: seconds (``3600``) or a Go duration (``90m``, ``1h30m``, ``168h``);
+    never negative (0 keeps forever)."""
+    from taskfsm.api.duration import SECOND, parse_go_duration
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_go_duration(text) / SECOND
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not a duration: {text!r} (e.g. 3600, 90m, 168h)"
+            ) from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a duration of 0 or more: {text!r}")
+    return seconds
+
+
 def _rest(args: argparse.Namespace) -> Rest:
     from taskfsm.kube.rest import Rest
 
@@ -198,6 +217,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         orphan_sweep_seconds=args.orphan_sweep_period,
         cleanup_timeout=args.cleanup_timeout,
         job_ttl_seconds=args.job_ttl_seconds,
+        finished_ttl=args.finished_ttl,
         api_error_max_backoff=args.api_error_max_backoff,
         buckets=args.buckets,
         controllers=controllers,
@@ -482,6 +502,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.JOB_TTL_SECONDS,
         help="ttlSecondsAfterFinished of every Job (overrides the Function's template): how long "
         "a finished Job and its logs stay (default 86400)",
+    )
+    run.add_argument(
+        "--finished-ttl",
+        type=_ttl,
+        default=defaults.FINISHED_TTL,
+        help="how long a Succeeded or Failed Workflow (deleted with its Tasks), and a finished "
+        "Task whose Workflow does not exist, are kept after their endTime before they are "
+        "deleted: seconds or a duration (90m, 168h); 0 keeps them forever (default 0)",
     )
     run.add_argument(
         "--cleanup-timeout",
