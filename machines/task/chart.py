@@ -209,12 +209,13 @@ class TaskLifecycle(LifecycleChart):
     ) | cast(State, live).to(deleting)
     finalizer_missing = cast(State, live).to(None, before="add_task_finalizer")
     # Retention (`--finished-ttl`): a finished Task whose Workflow does not exist is deleted
-    # once the TTL has passed since endTime, and its finalizer cleans up its Job and Secret as
-    # on any deletion; until then it is looked at again when the TTL is due (no error: its
-    # outcome is recorded). Without the flag, a missing Workflow is an error of every pass.
+    # once the TTL has passed since endTime; the watch event of its deletionTimestamp brings
+    # the deletion path, which cleans up its Job and Secret as on any deletion. Until then it
+    # is looked at again when the TTL is due (no error: its outcome is recorded). Without the
+    # flag, a missing Workflow is an error of every pass.
     workflow_missing = (
         cast(State, live.terminated).to(
-            deleting,
+            None,
             cond="finished_ttl_passed",
             before="delete_expired_task",
             on="note_finished_ttl_passed",

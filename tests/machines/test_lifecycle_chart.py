@@ -143,11 +143,7 @@ def test_terminal_phases_have_no_way_back() -> None:
     """Nothing leaves Succeeded/Failed except deletion (they sit inside Live)."""
     terminal = {"terminated", "succeeded", "failed"}
     for t in catalog.transitions(TaskLifecycle):
-        if t.source in terminal and t.target == "deleting":
-            # Retention (--finished-ttl) is a deletion: the Task deletes itself and goes on as
-            # any deleting Task does.
-            assert t.effects == ("delete_expired_task",), t.key
-        elif t.source in terminal:
+        if t.source in terminal:
             assert t.target is None, t.key
 
 
