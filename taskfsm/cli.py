@@ -125,6 +125,15 @@ def _whole_seconds(text: str) -> int:
     return int(value)
 
 
+def _ttl(text: str) -> float:
+    """``--finished-ttl``: like :func:`_seconds` (``3600``, ``90m``, ``168h``), never negative
+    (0 keeps forever)."""
+    seconds = _seconds(text)
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a duration of 0 or more: {text!r}")
+    return seconds
+
+
 def _rest(args: argparse.Namespace) -> Rest:
     from taskfsm.kube.rest import Rest
 
@@ -244,6 +253,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         orphan_sweep_seconds=args.orphan_sweep_period,
         cleanup_timeout=args.cleanup_timeout,
         job_ttl_seconds=args.job_ttl_seconds,
+        finished_ttl=args.finished_ttl,
         api_error_max_backoff=args.api_error_max_backoff,
         buckets=args.buckets,
         controllers=controllers,
@@ -559,6 +569,14 @@ def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
         default=defaults.JOB_TTL_SECONDS,
         help="ttlSecondsAfterFinished of every Job (overrides the Function's template): how long "
         "a finished Job and its logs stay (default 86400)",
+    )
+    run.add_argument(
+        "--finished-ttl",
+        type=_ttl,
+        default=defaults.FINISHED_TTL,
+        help="how long a Succeeded or Failed Workflow (deleted with its Tasks), and a finished "
+        "Task whose Workflow does not exist, are kept after their endTime before they are "
+        "deleted: seconds or a duration (90m, 168h); 0 keeps them forever (default 0)",
     )
     run.add_argument(
         "--cleanup-timeout",

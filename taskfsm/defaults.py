@@ -38,6 +38,8 @@ CLEANUP_TIMEOUT: Final = 120.0
 """Seconds a deleting Task waits for its unreachable MPE (counted while it does not answer)."""
 JOB_TTL_SECONDS: Final = 86400
 """``ttlSecondsAfterFinished`` of every Job (it always overrides the template, §2)."""
+FINISHED_TTL: Final = 0.0
+"""``--finished-ttl``: 0 keeps finished Workflows and Tasks forever (retention is opt-in)."""
 JOB_PODS_REFUSED_TIMEOUT: Final = 600.0
 MPE_RESYNC_SECONDS: Final = 60.0
 ORPHAN_SWEEP_SECONDS: Final = 60.0

@@ -14,7 +14,9 @@ What each phase means to a user:
 - JobPending: both are chosen; the Job and its helper-data Secret are being created.
 - Running: the Job exists; the Task waits for its outcome (startTime is set once).
 - Succeeded / Failed: the outcome is recorded for good (endTime set); the Job is only
-  cleaned up from here on. A terminal phase never goes back.
+  cleaned up from here on. A terminal phase never goes back. With `--finished-ttl` set, a
+  finished Task whose Workflow does not exist is deleted once that long has passed since
+  endTime.
 - Deleting / Finalized: the Task is going away; these are not phases (status.phase keeps
   its last value) but steps of one pass: clean up the Job, then drop the finalizer.
 
@@ -206,7 +208,23 @@ class TaskLifecycle(LifecycleChart):
         deleting, cond="mpe_unrecorded", before="record_reselected_mpe"
     ) | cast(State, live).to(deleting)
     finalizer_missing = cast(State, live).to(None, before="add_task_finalizer")
-    workflow_missing = cast(State, live).to(None, on="report_workflow_missing")
+    # Retention (`--finished-ttl`): a finished Task whose Workflow does not exist is deleted
+    # once the TTL has passed since endTime; the watch event of its deletionTimestamp brings
+    # the deletion path, which cleans up its Job and Secret as on any deletion. Until then it
+    # is looked at again when the TTL is due (no error: its outcome is recorded). Without the
+    # flag, a missing Workflow is an error of every pass.
+    workflow_missing = (
+        cast(State, live.terminated).to(
+            None,
+            cond="finished_ttl_passed",
+            before="delete_expired_task",
+            on="note_finished_ttl_passed",
+        )
+        | cast(State, live.terminated).to(
+            None, cond="finished_ttl_set", on="schedule_finished_ttl_check"
+        )
+        | cast(State, live).to(None, on="report_workflow_missing")
+    )
     # D9: delete the Task and stop; the next pass sees its deletionTimestamp.
     workflow_deleting = live.to(deleting, before="delete_task")
     ownership_missing = cast(State, live).to(None, before="set_workflow_ownership")

@@ -91,7 +91,9 @@ VERDICT_NAMES: Final = (
     "note_job_deleted_with_mpe",
     "note_job_abandoned",
     "note_deleted",
+    "note_finished_ttl_passed",
     "schedule_pod_check",
+    "schedule_finished_ttl_check",
     "schedule_resync",
     "schedule_housekeeping",
     "end_reconcile",
@@ -290,6 +292,19 @@ class _PassRecord(PassRecord):
 
     def note_deleted(self) -> None:
         self.note_event(NORMAL, "Deleted", "Task finalizer released; the Task is deleted")
+
+    def note_finished_ttl_passed(self) -> None:
+        ttl = self.observation.finished_ttl
+        self.note_event(
+            NORMAL,
+            "FinishedTTLPassed",
+            f"finished {ttl:g}s ago or more and its Workflow does not exist (--finished-ttl): "
+            "deleting it",
+        )
+
+    def schedule_finished_ttl_check(self) -> None:
+        # A finished Task without its Workflow, within its TTL: looked at again when it is due.
+        self.look_again(self.observation.finished_ttl_left)
 
     def schedule_resync(self) -> None:
         self.look_again(self.observation.resync_seconds)

@@ -196,3 +196,16 @@ class ObservationGuards:
     def job_ref_stale(self, observation: TaskObservation) -> bool:
         """`status.jobRef` names a Job that is gone or was replaced by another UID (§3.9, D6)."""
         return observation.job_ref_set and observation.job_uid != observation.job_ref_uid
+
+    def finished_ttl_set(self, observation: TaskObservation) -> bool:
+        """`--finished-ttl` is set: a finished Task whose Workflow does not exist is deleted
+        once it has passed."""
+        return observation.finished_ttl is not None
+
+    def finished_ttl_passed(self, observation: TaskObservation) -> bool:
+        """`--finished-ttl` is set and has passed since `status.endTime`."""
+        return (
+            observation.finished_ttl is not None
+            and observation.seconds_since_end is not None
+            and observation.finished_ttl_left <= 0
+        )

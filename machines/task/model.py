@@ -62,6 +62,8 @@ GUARD_NAMES: Final = (
     "job_deletable",
     "job_protected",
     "job_ref_stale",
+    "finished_ttl_set",
+    "finished_ttl_passed",
 )
 """Every guard of `TaskLifecycleModel`, in declaration order."""
 
@@ -69,6 +71,7 @@ EFFECT_NAMES: Final = (
     "add_task_finalizer",
     "set_workflow_ownership",
     "delete_task",
+    "delete_expired_task",
     "record_queued_time",
     "select_media_processing_entity",
     "select_function",
@@ -218,6 +221,14 @@ class TaskLifecycleModel(Protocol):
         """jobRef names a Job that is gone or was replaced."""
         ...
 
+    def finished_ttl_set(self, observation: TaskObservation) -> bool:
+        """`--finished-ttl` is set."""
+        ...
+
+    def finished_ttl_passed(self, observation: TaskObservation) -> bool:
+        """`--finished-ttl` has passed since endTime."""
+        ...
+
     # Effects.
 
     def add_task_finalizer(self, observation: TaskObservation) -> None:
@@ -230,6 +241,10 @@ class TaskLifecycleModel(Protocol):
 
     def delete_task(self, observation: TaskObservation) -> None:
         """Delete the Task (UID precondition) because its Workflow is being deleted (D9)."""
+        ...
+
+    def delete_expired_task(self, observation: TaskObservation) -> None:
+        """Delete the finished Task as read (UID, resourceVersion preconditions): TTL passed."""
         ...
 
     def record_queued_time(self, observation: TaskObservation) -> None:

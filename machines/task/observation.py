@@ -272,6 +272,19 @@ class TaskObservation:
             "at again (`--resync-period`)."
         ),
     )
+    seconds_since_end: float | None = field(
+        default=None,
+        metadata=_doc(
+            "Seconds from `status.endTime` to the pass's clock (None when endTime is unset)."
+        ),
+    )
+    finished_ttl: float | None = field(
+        default=None,
+        metadata=_doc(
+            "`--finished-ttl`: seconds a finished Task whose Workflow does not exist is kept "
+            "after `status.endTime` before it is deleted (None: kept forever)."
+        ),
+    )
     conditions: tuple[Condition, ...] = field(
         default=(), metadata=_doc("`status.conditions` as persisted, in order.")
     )
@@ -319,6 +332,16 @@ class TaskObservation:
     def job_ref_set(self) -> bool:
         """`status.jobRef` is set."""
         return bool(self.job_ref_uid)
+
+    @property
+    def finished_ttl_left(self) -> float:
+        """Seconds until the finished TTL has passed since endTime (the whole TTL when endTime
+        is unset; 0 when it has passed; infinite without a TTL)."""
+        if self.finished_ttl is None:
+            return float("inf")
+        if self.seconds_since_end is None:
+            return self.finished_ttl
+        return max(0.0, self.finished_ttl - self.seconds_since_end)
 
     def replace(self, **changes: Any) -> TaskObservation:
         """Return a copy with `changes` applied (validated like the constructor)."""

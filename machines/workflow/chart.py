@@ -20,6 +20,8 @@ What each phase means to a user:
 - Succeeded / Failed: final. Failed comes from a Failed Task whose
   `jobFailurePolicy.defaultAction` is FailWorkflow (the default); Ignore lets the Workflow go
   on. The Task controller then fails every Task still active (docs/behaviour.md §3.11).
+  With `--finished-ttl` set, a finished Workflow is deleted once that long has passed since
+  endTime (its Tasks go with it, through their owner references).
 - Deleting / Finalized: the Workflow is going away; not phases but steps: wait until no Task
   is active (each Task deletes itself when its Workflow is deleting), then drop the finalizer.
 
@@ -99,6 +101,18 @@ class WorkflowLifecycle(LifecycleChart):
             # The timed transition: stay, and ask to be looked at again when the wait is over.
             | started.awaiting_completion.to(
                 None, unless="waiting_elapsed", on="schedule_completion_check"
+            )
+            # Retention (`--finished-ttl`): a finished Workflow is deleted once the TTL has
+            # passed since endTime (its Tasks go through their owner references and every
+            # finalizer runs); until then it is looked at again when the TTL is due.
+            | cast(State, terminated).to(
+                None,
+                cond="finished_ttl_passed",
+                before="delete_expired_workflow",
+                on="note_finished_ttl_passed",
+            )
+            | cast(State, terminated).to(
+                None, cond="finished_ttl_set", on="schedule_finished_ttl_check"
             )
         )
         # Only a started Workflow fails: a New one is queued first (next step of the pass).

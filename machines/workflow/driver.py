@@ -43,7 +43,9 @@ VERDICT_NAMES: Final = (
     "note_task_failed",
     "note_completed",
     "note_deleted",
+    "note_finished_ttl_passed",
     "schedule_completion_check",
+    "schedule_finished_ttl_check",
     "schedule_resync",
     "report_list_error",
     "report_tasks_active",
@@ -94,6 +96,18 @@ class _PassRecord(PassRecord):
         # there: what is left of it. Either way the Workflow is looked at again when it is due.
         o = self.observation
         self.look_again(o.waiting_seconds if source.id == "running" else o.remaining_wait)
+
+    def note_finished_ttl_passed(self) -> None:
+        ttl = self.observation.finished_ttl
+        self.note_event(
+            NORMAL,
+            "FinishedTTLPassed",
+            f"finished {ttl:g}s ago or more (--finished-ttl): deleting it with its Tasks",
+        )
+
+    def schedule_finished_ttl_check(self) -> None:
+        # A finished Workflow within its TTL: looked at again when the TTL is due.
+        self.look_again(self.observation.finished_ttl_left)
 
     def schedule_resync(self) -> None:
         if self.observation.resync_seconds is not None:

@@ -45,3 +45,15 @@ class WorkflowObservationGuards:
     def failure_fails_workflow(self, observation: WorkflowObservation) -> bool:
         """A Failed Task's `jobFailurePolicy.defaultAction` is FailWorkflow (or unset)."""
         return bool(observation.fatal_failures)
+
+    def finished_ttl_set(self, observation: WorkflowObservation) -> bool:
+        """`--finished-ttl` is set: a finished Workflow is deleted once it has passed."""
+        return observation.finished_ttl is not None
+
+    def finished_ttl_passed(self, observation: WorkflowObservation) -> bool:
+        """`--finished-ttl` is set and has passed since `status.endTime`."""
+        return (
+            observation.finished_ttl is not None
+            and observation.seconds_since_end is not None
+            and observation.finished_ttl_left <= 0
+        )

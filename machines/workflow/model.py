@@ -15,7 +15,8 @@ Task lifecycle's (`machines.task.model`):
 - Status effects (`record_*`, `clear_end_time`, `ensure_end_time`) change the reconciler's
   in-memory copy; it patches `/status` once at the end of the pass, together with the phase,
   conditions and message from the outcome.
-- Metadata effects (finalizer, labels) act on the API server when called.
+- Metadata effects (finalizer, labels) and the retention delete act on the API server when
+  called.
 - Every effect is idempotent: a pass may be repeated after a lost write.
 
 Spec: docs/behaviour.md §4.3 with D20.
@@ -34,6 +35,8 @@ GUARD_NAMES: Final = (
     "end_time_set",
     "waiting_elapsed",
     "failure_fails_workflow",
+    "finished_ttl_set",
+    "finished_ttl_passed",
 )
 """Every guard of `WorkflowLifecycleModel`, in declaration order."""
 
@@ -47,6 +50,7 @@ EFFECT_NAMES: Final = (
     "clear_end_time",
     "ensure_end_time",
     "remove_workflow_finalizer",
+    "delete_expired_workflow",
 )
 """Every effect of `WorkflowLifecycleModel`, in declaration order."""
 
@@ -81,6 +85,14 @@ class WorkflowLifecycleModel(Protocol):
 
     def failure_fails_workflow(self, observation: WorkflowObservation) -> bool:
         """A Failed Task's jobFailurePolicy is FailWorkflow (the default), not Ignore."""
+        ...
+
+    def finished_ttl_set(self, observation: WorkflowObservation) -> bool:
+        """`--finished-ttl` is set."""
+        ...
+
+    def finished_ttl_passed(self, observation: WorkflowObservation) -> bool:
+        """`--finished-ttl` has passed since endTime."""
         ...
 
     # Effects.
@@ -119,4 +131,8 @@ class WorkflowLifecycleModel(Protocol):
 
     def remove_workflow_finalizer(self, observation: WorkflowObservation) -> None:
         """Remove `engine.nagare.media/workflow-protection` so the Workflow can go."""
+        ...
+
+    def delete_expired_workflow(self, observation: WorkflowObservation) -> None:
+        """Delete the finished Workflow as read (UID, resourceVersion preconditions): TTL passed."""
         ...

@@ -118,6 +118,13 @@ class WorkflowObservation:
             "again (`--resync-period`; None: only on events)."
         ),
     )
+    finished_ttl: float | None = field(
+        default=None,
+        metadata=_doc(
+            "`--finished-ttl`: seconds a Succeeded or Failed Workflow is kept after "
+            "`status.endTime` before it is deleted with its Tasks (None: kept forever)."
+        ),
+    )
     conditions: tuple[Condition, ...] = field(
         default=(), metadata=_doc("`status.conditions` as persisted, in order.")
     )
@@ -134,6 +141,8 @@ class WorkflowObservation:
             raise ValueError("more fatal failures than failed Tasks")
         if self.waiting_seconds < 0:
             raise ValueError("a negative waiting duration")
+        if self.finished_ttl is not None and self.finished_ttl <= 0:
+            raise ValueError("a finished TTL must be positive (None keeps forever)")
         object.__setattr__(self, "fatal_failures", tuple(sorted(self.fatal_failures)))
         object.__setattr__(self, "conditions", tuple(self.conditions))
 
@@ -160,6 +169,16 @@ class WorkflowObservation:
         if self.seconds_since_end is None:
             return self.waiting_seconds
         return max(0.0, self.waiting_seconds - self.seconds_since_end)
+
+    @property
+    def finished_ttl_left(self) -> float:
+        """Seconds until the finished TTL has passed since endTime (the whole TTL when endTime
+        is unset; 0 when it has passed; infinite without a TTL)."""
+        if self.finished_ttl is None:
+            return float("inf")
+        if self.seconds_since_end is None:
+            return self.finished_ttl
+        return max(0.0, self.finished_ttl - self.seconds_since_end)
 
     def replace(self, **changes: Any) -> WorkflowObservation:
         """Return a copy with `changes` applied (validated like the constructor)."""

@@ -181,6 +181,7 @@ class Controller:
             job=JobSettings(ttl_seconds=s.job_ttl_seconds, nats=s.nats),
             resync_seconds=s.resync_seconds,
             cleanup_timeout=s.cleanup_timeout,
+            finished_ttl=s.finished_ttl or None,
             job_pods_refused_timeout=s.job_pods_refused_timeout,
             on_job_created=self.metrics.job_creation_latency.observe,
         )
@@ -208,6 +209,7 @@ class Controller:
             events=self.events,
             waiting_seconds=s.workflow_termination_waiting,
             resync_seconds=s.resync_seconds,
+            finished_ttl=s.finished_ttl or None,
         )
         self.task_watch = TaskWatch(self.caches, self.task_index, self._add_task)
         self.workflow_watch = WorkflowWatch(

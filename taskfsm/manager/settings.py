@@ -69,6 +69,10 @@ class Settings:
     """``workflowTerminationWaitingDuration`` (s): how long a Workflow with no active Task waits."""
     job_ttl_seconds: int = d.JOB_TTL_SECONDS
     """``ttlSecondsAfterFinished`` of every Job: how long a finished Job (and its logs) stays."""
+    finished_ttl: float = d.FINISHED_TTL
+    """``--finished-ttl`` (s): a Succeeded or Failed Workflow (with its Tasks), and a finished
+    Task whose Workflow does not exist, are deleted this long after their endTime; 0 keeps them
+    forever."""
     job_pods_refused_timeout: float = d.JOB_PODS_REFUSED_TIMEOUT
     """Seconds a Running Task waits while its Job's pods are refused (Pod Security, an
     admission policy, a quota) before it fails with ``JobPodsRefused``; 0 waits for ever."""

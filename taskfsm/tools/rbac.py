@@ -42,14 +42,16 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
         ("tasks",),
         ("get", "list", "watch", "patch", "delete"),
         "Task cache; fresh read when the cache lacks a Task; finalizer, labels and owner "
-        "reference; self-deletion when the Workflow is deleted (D9)",
+        "reference; self-deletion when the Workflow is deleted (D9) and, after --finished-ttl, "
+        "when it does not exist",
     ),
     Rule((c.GROUP,), ("tasks/status",), ("patch",), "Task status (one merge patch per reconcile)"),
     Rule(
         (c.GROUP,),
         ("workflows",),
-        ("get", "list", "watch", "patch"),
-        "Workflow sync of Tasks (§3.5); the Workflow controller's finalizer and labels (§4.3)",
+        ("get", "list", "watch", "patch", "delete"),
+        "Workflow sync of Tasks (§3.5); the Workflow controller's finalizer and labels (§4.3); "
+        "deletion of finished Workflows after --finished-ttl",
     ),
     Rule(
         (c.GROUP,),

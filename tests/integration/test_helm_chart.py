@@ -254,6 +254,21 @@ def test_queue_fairness_values_become_flags():
     assert parsed.max_in_flight_per_namespace == 3
 
 
+def test_finished_ttl_value_becomes_the_flag():
+    """`finishedTTL` becomes `--finished-ttl` when set and is left out by default (kept
+    forever); the schema refuses what is no duration."""
+    assert not [a for a in _args(by_kind(render())) if a.startswith("--finished-ttl")]
+    assert "--finished-ttl=168h" in _args(by_kind(render("--set", "finishedTTL=168h")))
+    assert "--finished-ttl=3600" in _args(by_kind(render("--set-string", "finishedTTL=3600")))
+    proc = kubetools.run(
+        kubetools.quote("helm", "template", "t", CHART, "--set", "finishedTTL=a week"),
+        "/dev/null",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "/finishedTTL" in proc.stderr
+
+
 def test_prometheus_rule_selects_the_release_scrape_job():
     """With metrics.prometheusRule.enabled every alert selects the job a ServiceMonitor gives
     this release's metrics Service (`<prefix>-controller-metrics`), or jobSelector when set."""

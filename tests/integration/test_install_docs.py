@@ -77,6 +77,14 @@ NOT_RUN = {
     f"skopeo copy oci-archive:dist/taskfsm-{VERSION}.oci.tar:{VERSION} "
     f"docker://{IMAGE}": "no registry here: tests/e2e/test_image.py copies the archive with "
     "skopeo to a directory instead",
+    "make release TAG=vX.Y.Z": "tests/e2e/test_image.py builds a release (release.build, the "
+    "tag and clean-tree checks aside, which tests/unit/test_release.py covers) and checks every file",
+    "skopeo login ghcr.io": "no registry here (publishing is the one step not run)",
+    "skopeo copy oci-archive:dist/taskfsm-X.Y.Z.oci.tar:X.Y.Z "
+    "docker://ghcr.io/nagare-media/taskfsm:X.Y.Z": "no registry here",
+    "helm push dist/taskfsm-X.Y.Z.tgz oci://ghcr.io/nagare-media/charts": "no registry here",
+    "uv publish dist/taskfsm-X.Y.Z-py3-none-any.whl dist/taskfsm-X.Y.Z.tar.gz": "no package "
+    "index here",
 }
 RUN = {
     APPLY,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -78,7 +79,9 @@ class Forbidden:
             self.event.set()
 
 
-def start_controller(api: client.ApiClient, namespace: str, forbidden: Forbidden) -> Controller:
+def start_controller(
+    api: client.ApiClient, namespace: str, forbidden: Forbidden, **more: Any
+) -> Controller:
     settings = Settings(
         namespace=namespace,
         metrics_address=None,
@@ -90,6 +93,7 @@ def start_controller(api: client.ApiClient, namespace: str, forbidden: Forbidden
         read_margin=5,
         shutdown_timeout=5,
         cache_sync_timeout=15,
+        **more,
     )
     return Controller(api, settings, rest_factory=lambda a: Rest(a, observer=forbidden))
 
@@ -227,12 +231,19 @@ def basics(engine, api_client, control_plane, namespace):
 def test_controller_works_with_exactly_the_generated_rules(
     api_client, control_plane, namespace, basics, kubelet
 ):
-    """Bound to the generated rules only, the controller runs a Task to Succeeded and deletes it."""
+    """Bound to the generated rules only, the controller runs a Task to Succeeded and deletes it,
+    and deletes a finished Workflow after `--finished-ttl` (retention)."""
     api = token_client(api_client, control_plane, namespace, rbac.RULES, rbac.LEASE_RULES)
     forbidden = Forbidden()
-    controller = start_controller(api, namespace, forbidden)
+    controller = start_controller(
+        api, namespace, forbidden, workflow_termination_waiting=1.0, finished_ttl=2.0
+    )
     try:
         controller.start()
+        basics.create(objects.workflow("short"))
+        basics.create(
+            objects.task("short-a", workflow_name="short", function_name="fn", mpe_name="local")
+        )
         scenario(basics, "ok")
         wait_for(
             lambda: basics.phase("ok") == "Succeeded",
@@ -250,6 +261,14 @@ def test_controller_works_with_exactly_the_generated_rules(
             return "ok" not in {t["metadata"]["name"] for t in items}
 
         wait_for(gone, timeout=60, what="Task deleted")
+
+        def retained() -> list[str]:
+            workflows = basics.api.list_namespaced_custom_object(
+                "engine.nagare.media", "v1alpha1", namespace, "workflows"
+            )["items"]
+            return [w["metadata"]["name"] for w in workflows if w["metadata"]["name"] == "short"]
+
+        wait_for(lambda: not retained(), timeout=60, what="finished Workflow deleted by its TTL")
     finally:
         controller.stop()
     assert forbidden.seen == []

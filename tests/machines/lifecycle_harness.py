@@ -100,6 +100,9 @@ class FakeModel(ObservationGuards):
     def sim_delete_task(self) -> None:
         self.world["deletion_requested"] = True
 
+    def sim_delete_expired_task(self) -> None:
+        self.world["deletion_requested"] = True
+
     def sim_record_queued_time(self) -> None:
         self._stamp("queuedTime")
 

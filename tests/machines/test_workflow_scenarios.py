@@ -89,6 +89,9 @@ class FakeWorkflowModel(WorkflowObservationGuards):
     def sim_remove_workflow_finalizer(self) -> None:
         self.world["has_finalizer"] = False
 
+    def sim_delete_expired_workflow(self) -> None:
+        self.world["deletion_requested"] = True
+
 
 def _effect(name: str) -> Any:
     def effect(self: FakeWorkflowModel, observation: WorkflowObservation) -> None:
@@ -142,7 +145,16 @@ def _check_invariants(before: WorkflowObservation, outcome: WorkflowPassOutcome)
         assert not before.fatal_failures
         assert before.seconds_since_end is not None
         assert before.seconds_since_end >= before.waiting_seconds
-    if outcome.requeue_after is not None:
+    if "delete_expired_workflow" in outcome.effects:
+        assert before.phase in TERMINAL_PHASES, "only a finished Workflow expires"
+        assert before.finished_ttl is not None, "retention is opt-in"
+        assert before.seconds_since_end is not None
+        assert before.seconds_since_end >= before.finished_ttl
+    if outcome.requeue_after is not None and outcome.phase in TERMINAL_PHASES:
+        # A finished Workflow is looked at again only when its TTL is due.
+        assert before.finished_ttl is not None
+        assert outcome.requeue_after == before.finished_ttl_left > 0
+    elif outcome.requeue_after is not None:
         assert outcome.phase == "AwaitingCompletion"
         assert outcome.error is None
         assert 0 <= outcome.requeue_after <= before.waiting_seconds
@@ -580,6 +592,92 @@ SCENARIOS: list[dict[str, Any]] = [
                 "given": {"active": 0, "failed": 1, "fatal_failures": ("late",)},
                 "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]},
             },
+        ],
+    },
+    {
+        "name": "retention: a finished Workflow is deleted once --finished-ttl has passed",
+        "start": {**AWAITING, "finished_ttl": 100.0},
+        "passes": [
+            {
+                "given": {"elapse": WAIT},
+                "expect": {
+                    "phase": "Succeeded",
+                    "effects": ["ensure_end_time"],
+                    "reason": "TasksCompleted",
+                },
+            },
+            # Finished 20 s ago: looked at again when the TTL is due, nothing deleted.
+            {
+                "expect": {
+                    "phase": "Succeeded",
+                    "requeue": 100.0 - WAIT,
+                    "transitions": ["terminated --observed [finished_ttl_set]--> (stays)"],
+                }
+            },
+            {"given": {"elapse": 79.5}, "expect": {"phase": "Succeeded", "requeue": 0.5}},
+            # Due: deleted as read; the next pass is the normal deletion path.
+            {
+                "given": {"elapse": 0.5},
+                "expect": {
+                    "phase": "Succeeded",
+                    "effects": ["delete_expired_workflow"],
+                    "transitions": ["terminated --observed [finished_ttl_passed]--> (stays)"],
+                },
+            },
+            {
+                "expect": {
+                    "phase": "Succeeded",
+                    "state": "finalized",
+                    "effects": ["remove_workflow_finalizer"],
+                    "finalized": True,
+                }
+            },
+        ],
+    },
+    {
+        "name": "retention: a Failed Workflow without endTime waits the whole TTL",
+        "start": {
+            **SET_UP,
+            "phase": "Failed",
+            "total": 1,
+            "failed": 1,
+            "fatal_failures": ("a",),
+            "finished_ttl": 60.0,
+        },
+        "passes": [{"expect": {"phase": "Failed", "requeue": 60.0}}],
+    },
+    {
+        "name": "retention: without --finished-ttl a finished Workflow stays, however old",
+        "start": {
+            **SET_UP,
+            "phase": "Succeeded",
+            "total": 1,
+            "succeeded": 1,
+            "seconds_since_end": 1e9,
+        },
+        "passes": [{"expect": {"phase": "Succeeded"}}],
+    },
+    {
+        "name": "retention: a Workflow still running is never deleted by the TTL",
+        "start": {**RUNNING, "seconds_since_end": 1e9, "finished_ttl": 1.0},
+        "passes": [{"expect": {"phase": "Running"}}],
+    },
+    {
+        "name": "retention: a delete that fails leaves the Workflow as it is, for a retry",
+        "start": {
+            **SET_UP,
+            "phase": "Succeeded",
+            "total": 1,
+            "succeeded": 1,
+            "seconds_since_end": 500.0,
+            "finished_ttl": 100.0,
+        },
+        "passes": [
+            {
+                "fail": {"delete_expired_workflow": "the API server is unavailable"},
+                "expect": {"phase": "Succeeded", "error": "the API server is unavailable"},
+            },
+            {"expect": {"phase": "Succeeded", "effects": ["delete_expired_workflow"]}},
         ],
     },
 ]

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from taskfsm.kube.errors import Conflict, Unavailable
+from taskfsm.kube.errors import Conflict, NotFound, Unavailable
 
 Key = tuple[str, str]
 """(namespace, name); ``""`` for a cluster-scoped object."""
@@ -88,6 +88,7 @@ class FakeRest:
         self.created: list[dict[str, Any]] = []
         self.patches: list[tuple[str | None, Any]] = []
         self.requests: list[str] = []
+        self.deletes: list[Key] = []
         self.fail = False
         self.rv = 100
 
@@ -132,6 +133,40 @@ class FakeRest:
             if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
                 raise Conflict(f"the object has been modified (want {wanted})")
             merge_patch(obj, {**body, "metadata": meta} if meta else _without_metadata(body))
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[(namespace, name)] = obj
+        return copy.deepcopy(obj)
+
+    def delete(
+        self,
+        res: Any,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation: str | None = None,
+    ) -> dict[str, Any]:
+        """A DELETE with the API server's preconditions (UID, resourceVersion: Conflict unless
+        they match; NotFound when gone): an object with finalizers gets a deletionTimestamp,
+        one without goes. Kept in ``deletes``."""
+        self._write()
+        obj = self.objects.get((namespace, name))
+        if obj is None:
+            raise NotFound(f"{name} not found")
+        meta = obj["metadata"]
+        if uid and uid != meta.get("uid"):
+            raise Conflict(f"precondition failed: UID in precondition: {uid}")
+        if resource_version and resource_version != meta.get("resourceVersion"):
+            raise Conflict(
+                f"precondition failed: ResourceVersion in precondition: {resource_version}"
+            )
+        self.deletes.append((namespace, name))
+        if not meta.get("finalizers"):
+            return self.objects.pop((namespace, name))
+        obj = copy.deepcopy(obj)
+        obj["metadata"].setdefault("deletionTimestamp", "2024-05-01T12:00:00Z")
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.objects[(namespace, name)] = obj

@@ -112,6 +112,14 @@ class TaskEffects(ObservationGuards):
         self.store.write_metadata(self.work)
         self.store.delete(self.work.meta)
 
+    def delete_expired_task(self, observation: TaskObservation) -> None:
+        """Retention (``--finished-ttl``): the finished Task's Workflow does not exist and its
+        TTL has passed; delete it as read (its finalizer then cleans up its Job and Secret).
+        Metadata this pass collected is written first, so the version deleted is the current
+        one."""
+        self.store.write_metadata(self.work)
+        self.store.delete_as_read(self.work.meta)
+
     def remove_task_finalizer(self, observation: TaskObservation) -> None:
         """§3.10: the last step; the Task then disappears."""
         self.store.remove_finalizer(self.work.task)

@@ -9,6 +9,7 @@ compares, so a Task is woken exactly when a fact it observes changes.
 
 from __future__ import annotations
 
+from datetime import datetime
 from math import inf
 from typing import Any
 
@@ -16,17 +17,26 @@ from machines.conditions import Condition
 from machines.task.conditions import READY
 from machines.task.observation import JobState, TaskObservation, WorkflowState
 from taskfsm.api import constants as c
+from taskfsm.api.timestamps import parse_time
 from taskfsm.build import jobs
 from taskfsm.controllers.job_facts import job_facts
 from taskfsm.controllers.task.work import TaskWorld
 from taskfsm.kube import wire
 
 
-def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
-    """The chart's view of ``world``."""
+def observe(
+    world: TaskWorld,
+    *,
+    resync_seconds: float,
+    finished_ttl: float | None = None,
+    now: datetime | None = None,
+) -> TaskObservation:
+    """The chart's view of ``world``; ``now`` is the pass's clock (how long ago endTime was)."""
     task = world.task
     meta = task["metadata"]
     status = task.get("status") or {}
+    end = parse_time(status.get("endTime"))
+    since_end = None if end is None or now is None else max(0.0, (now - end).total_seconds())
     workflow = world.workflow
     facts = job_facts(world.job)
     conditions = tuple(Condition.from_dict(d) for d in status.get("conditions") or [])
@@ -74,6 +84,8 @@ def observe(world: TaskWorld, *, resync_seconds: float) -> TaskObservation:
         job_was_seen=world.job_was_seen,
         cleanup_wait_left=world.cleanup_wait_left,
         resync_seconds=resync_seconds,
+        seconds_since_end=since_end,
+        finished_ttl=finished_ttl,
         conditions=conditions,
         ready_reason=next((cond.reason for cond in conditions if cond.type == READY), ""),
     )

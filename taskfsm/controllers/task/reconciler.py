@@ -77,6 +77,8 @@ class TaskReconciler:
         orphans: deletes the Jobs and Secrets of Tasks that are gone (None: nobody does).
         resync_seconds: how often a Task whose Job may still change is looked at again without
             an event (bounds how long a missed Job event can go unnoticed, F4).
+        finished_ttl: ``--finished-ttl`` in seconds: a finished Task whose Workflow does not
+            exist is deleted that long after its endTime (None: kept forever).
         clock: wall-clock ``now`` for timestamps (injected by tests).
     """
 
@@ -89,6 +91,7 @@ class TaskReconciler:
         signals: MpeSignals,
         orphans: OrphanCollector | None = None,
         resync_seconds: float = defaults.RESYNC_SECONDS,
+        finished_ttl: float | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.reader = reader
@@ -97,6 +100,7 @@ class TaskReconciler:
         self.signals = signals
         self.orphans = orphans
         self.resync_seconds = resync_seconds
+        self.finished_ttl = finished_ttl
         self.clock = clock
 
     @property
@@ -157,7 +161,12 @@ class TaskReconciler:
 
         def read_and_observe() -> Any:
             work.world = self.reader.read(work)
-            return observe(work.world, resync_seconds=self.resync_seconds)
+            return observe(
+                work.world,
+                resync_seconds=self.resync_seconds,
+                finished_ttl=self.finished_ttl,
+                now=work.now,
+            )
 
         outcome = reconcile(
             read_and_observe, effects, now=work.now, apply=lambda o: self.writer.apply(work, o)
@@ -207,6 +216,7 @@ def build_reconciler(
     resync_seconds: float,
     cleanup_timeout: float,
     job_pods_refused_timeout: float,
+    finished_ttl: float | None = None,
     on_job_created: Callable[[float], None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> TaskReconciler:
@@ -252,5 +262,6 @@ def build_reconciler(
         signals=signals,
         orphans=orphans,
         resync_seconds=resync_seconds,
+        finished_ttl=finished_ttl,
         clock=clock,
     )

@@ -132,6 +132,24 @@ class TaskStore:
         except Conflict as exc:
             raise RuntimeError(f"failed to delete Task: {exc}") from None
 
+    def delete_as_read(self, meta: dict[str, Any]) -> bool:
+        """Delete the Task ``meta`` describes, only in that version (UID and resourceVersion
+        preconditions): whether the delete landed or it was gone already. False when it changed
+        since (a stale view decides nothing; the change's watch event brings a new look)."""
+        try:
+            self.rest.delete(
+                TASKS,
+                meta["namespace"],
+                meta["name"],
+                uid=meta["uid"],
+                resource_version=meta["resourceVersion"],
+            )
+        except NotFound:
+            return True
+        except Conflict:
+            return False
+        return True
+
     def remove_finalizer(self, task: dict[str, Any]) -> None:
         """Remove the task-protection finalizer (a moved finalizer list is re-read)."""
         updated = finalizers.remove(self.rest, TASKS, task, c.FINALIZER_TASK_PROTECTION)

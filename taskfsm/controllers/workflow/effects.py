@@ -55,6 +55,11 @@ class WorkflowEffects(WorkflowObservationGuards):
         if metadata is not None:
             self.work.workflow["metadata"] = metadata
 
+    def delete_expired_workflow(self, observation: WorkflowObservation) -> None:
+        """Retention (``--finished-ttl``): delete the finished Workflow as read; its finalizer
+        and its Tasks' (through their owner references) then clean up as on any deletion."""
+        self.store.delete_as_read(self.work.meta)
+
     # -- status ----------------------------------------------------------------------------------
 
     def record_task_counts(self, observation: WorkflowObservation) -> None:

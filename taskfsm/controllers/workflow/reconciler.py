@@ -15,7 +15,8 @@ level-triggered. The pipeline is the Task controller's (docs/architecture.md):
    counters), and the Events the outcome names;
 6. **requeue** as the chart said: an error backs off; AwaitingCompletion comes back when the
    termination wait is due; a Workflow that may still change after the resync period
-   (``settled``); a terminated or deleting one only on events.
+   (``settled``); a terminated one when its ``--finished-ttl`` is due (deleted then), else
+   only on events, like a deleting one.
 
 Triggers (:mod:`taskfsm.controllers.workflow.watch`): every Workflow event queues that Workflow;
 a Task event queues its Workflow when the Task appears, disappears, or changes phase or workflow
@@ -68,6 +69,8 @@ class WorkflowReconciler:
         waiting_seconds: ``workflowTerminationWaitingDuration`` in seconds.
         resync_seconds: a Workflow that is neither terminated nor waiting is looked at again
             at least this often without events (None: only on events).
+        finished_ttl: ``--finished-ttl`` in seconds: a Succeeded or Failed Workflow is deleted
+            (with its Tasks) that long after its endTime (None: kept forever).
         clock: wall-clock ``now`` (injected by tests).
     """
 
@@ -79,6 +82,7 @@ class WorkflowReconciler:
         events: EventRecorder,
         waiting_seconds: float,
         resync_seconds: float | None,
+        finished_ttl: float | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.store = WorkflowStore(rest, caches)
@@ -86,6 +90,7 @@ class WorkflowReconciler:
         self.events = events
         self.waiting_seconds = waiting_seconds
         self.resync_seconds = resync_seconds
+        self.finished_ttl = finished_ttl
         self.clock = clock
 
     @property
@@ -186,6 +191,7 @@ class WorkflowReconciler:
             seconds_since_end=None if end is None else max(0.0, (work.now - end).total_seconds()),
             waiting_seconds=self.waiting_seconds,
             resync_seconds=self.resync_seconds,
+            finished_ttl=self.finished_ttl,
             conditions=tuple(Condition.from_dict(d) for d in status.get("conditions") or []),
         )
 

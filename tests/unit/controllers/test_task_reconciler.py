@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -25,11 +25,12 @@ from taskfsm.controllers.task.effects import TaskEffects
 from taskfsm.controllers.task.read import TaskReader
 from taskfsm.controllers.task.reconciler import MpeSignals, TaskReconciler
 from taskfsm.controllers.task.seen_jobs import SeenJobs
+from taskfsm.controllers.task.store import TaskStore
 from taskfsm.controllers.task.write import TaskWriter
 from taskfsm.kube.errors import Conflict, Forbidden, NotFound
 from taskfsm.kube.rest import JOBS
 from taskfsm_dev import objects
-from tests.support.fakes import FakeEvents
+from tests.support.fakes import FakeEvents, FakeRest
 
 NS = "ns"
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -129,6 +130,14 @@ class FakeStore:
 
     def delete(self, meta: dict[str, Any]) -> None:
         self.deleted.append(meta["name"])
+
+    def delete_as_read(self, meta: dict[str, Any]) -> bool:
+        self._check(meta)  # the resourceVersion precondition
+        stored = self.tasks[meta["name"]]
+        self.deleted.append(f"{meta['name']} as read")
+        stored["metadata"]["deletionTimestamp"] = "2024-05-01T13:00:00Z"
+        self._bump(stored)
+        return True
 
     def remove_finalizer(self, task: dict[str, Any]) -> None:
         stored = self.tasks[task["metadata"]["name"]]
@@ -242,7 +251,8 @@ class FakeClusters:
 class World:
     """A Task reconciler on fake ports, with a Workflow, a Function and a local MPE."""
 
-    def __init__(self) -> None:
+    def __init__(self, finished_ttl: float | None = None) -> None:
+        self.now = NOW
         self.catalog = FakeCatalog()
         self.catalog.add(objects.workflow("wf"))
         self.catalog.add(objects.function("f"))
@@ -261,7 +271,7 @@ class World:
             clusters=self.clusters,  # type: ignore[arg-type]  # a fake port
             jobs=self.jobs,  # type: ignore[arg-type]  # a fake port
             seen=self.seen,
-            clock=lambda: NOW,
+            clock=lambda: self.now,
             cleanup_timeout=120.0,
             job_pods_refused_timeout=600.0,
         )
@@ -277,7 +287,8 @@ class World:
             writer=TaskWriter(self.store, self.events),  # type: ignore[arg-type]  # fake ports
             signals=MpeSignals(wait=self._wait, recheck=self.rechecks.append),
             resync_seconds=300.0,
-            clock=lambda: NOW,
+            finished_ttl=finished_ttl,
+            clock=lambda: self.now,
         )
 
     def _wait(self, mpe: Any, key: str) -> bool:
@@ -499,6 +510,59 @@ def test_a_finished_task_deletes_its_job_when_its_mpe_is_being_deleted():
     assert f"delete {name}" in w.jobs.calls
     assert w.events.reasons() == ["Normal/JobDeleted"]
     assert w.status()["phase"] == "Succeeded"  # the outcome stays
+
+
+def test_retention_deletes_a_finished_task_without_its_workflow_once_its_ttl_has_passed():
+    """With `--finished-ttl`, a Succeeded Task whose Workflow does not exist is no error: it is
+    requeued at its expiry, then deleted as read, and its deletion cleans up its Job."""
+    w = World(finished_ttl=3600.0)
+    w.running(job_state="succeeded")
+    w.reconcile()  # Succeeded, endTime now
+    w.reconcile()  # the Job's finalizer released
+    del w.catalog.objects[(c.KIND_WORKFLOW, NS, "wf")]
+    w.events.recorded.clear()
+    w.now = NOW + timedelta(minutes=50)
+    result = w.reconcile()
+    assert result.error is None
+    assert result.requeue_after == pytest.approx(600.0)
+    assert w.store.deleted == []
+
+    w.now = NOW + timedelta(hours=1)
+    result = w.reconcile()
+    assert result.error is None
+    assert w.store.deleted == ["t as read"]
+    assert w.events.reasons() == ["Normal/FinishedTTLPassed"]
+    assert w.status()["phase"] == "Succeeded"
+    result = w.reconcile()  # its deletionTimestamp's watch event: the normal deletion path
+    name = jobs.job_name(w.store.tasks["t"])
+    assert f"delete {name}" in w.jobs.calls
+    assert w.store.writes[-1] == ("finalizer removed", "t")
+
+
+def test_without_retention_a_finished_task_without_its_workflow_is_reported_not_deleted():
+    w = World()
+    w.running(job_state="succeeded")
+    w.reconcile()
+    del w.catalog.objects[(c.KIND_WORKFLOW, NS, "wf")]
+    w.now = NOW + timedelta(days=365)
+    result = w.reconcile()
+    assert (result.error or "").startswith("failed to fetch Workflow")
+    assert w.store.deleted == []
+
+
+def test_the_task_store_deletes_only_the_version_it_read():
+    """`TaskStore.delete_as_read` sends UID and resourceVersion preconditions: a Task changed
+    since (or another Task of that name) is not deleted; one already gone is done."""
+    task = _meta(objects.task("t", workflow_name="wf"), resourceVersion="5")
+    rest = FakeRest({(NS, "t"): task})
+    store = TaskStore(rest, None)  # type: ignore[arg-type]  # deleting reads no cache
+    assert store.delete_as_read({**task["metadata"], "resourceVersion": "4"}) is False
+    assert store.delete_as_read({**task["metadata"], "uid": "another"}) is False
+    assert rest.deletes == []
+    assert store.delete_as_read(task["metadata"]) is True
+    assert rest.deletes == [(NS, "t")]
+    assert (NS, "t") not in rest.objects  # no finalizer: gone
+    assert store.delete_as_read(task["metadata"]) is True
 
 
 def test_a_deleting_task_whose_status_named_no_mpe_records_the_one_selection_finds():

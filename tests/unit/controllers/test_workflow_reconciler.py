@@ -72,7 +72,9 @@ def task(
 
 
 class World:
-    def __init__(self, now: datetime = T0, waiting: float = 20.0) -> None:
+    def __init__(
+        self, now: datetime = T0, waiting: float = 20.0, finished_ttl: float | None = None
+    ) -> None:
         self.caches = FakeCaches()
         self.rest = FakeRest(self.caches.informers[c.KIND_WORKFLOW].objects)
         self.events = FakeEvents()
@@ -83,6 +85,7 @@ class World:
             events=self.events,  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
             waiting_seconds=waiting,
             resync_seconds=300.0,
+            finished_ttl=finished_ttl,
             clock=lambda: self.now,
         )
 
@@ -242,6 +245,69 @@ def test_deletion_waits_then_releases_the_finalizer() -> None:
     assert result.requeue_after is None
     assert w.wf()["metadata"]["finalizers"] == []
     assert w.events.recorded[-1][1] == "Deleted"
+
+
+def test_retention_deletes_a_finished_workflow_as_read_once_its_ttl_has_passed() -> None:
+    """With `--finished-ttl`, a Succeeded Workflow is requeued at its expiry, then deleted with
+    its UID and resourceVersion as preconditions; the deletion path then releases it."""
+    w = World(finished_ttl=3600.0)
+    finished = workflow(
+        phase="Succeeded",
+        total=1,
+        active=0,
+        succeeded=1,
+        failed=0,
+        endTime="2024-05-01T11:00:00Z",
+    )
+    w.add(finished, task("a", "Succeeded"))
+    w.now = T0 - timedelta(minutes=10)  # 50 minutes after endTime
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error is None
+    assert result.requeue_after == pytest.approx(599.75)  # T0 is 0.25 s past its second
+    assert w.rest.deletes == []
+
+    w.now = T0  # an hour after endTime
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error is None
+    assert w.rest.deletes == [(NS, "wf")]
+    assert w.wf()["metadata"]["deletionTimestamp"]
+    assert [r for _, r, _ in w.events.recorded] == ["FinishedTTLPassed"]
+    result = w.reconciler.reconcile(f"{NS}/wf")  # its deletionTimestamp's watch event
+    assert result.error is None
+    assert w.wf()["metadata"]["finalizers"] == []
+
+
+def test_retention_never_deletes_a_changed_workflow_from_a_stale_view() -> None:
+    """A delete computed from a lagging cache (resourceVersion 1, the server holds 7) does not
+    land: nothing is deleted, and the retry starts from the current version."""
+    w = World(finished_ttl=60.0)
+    stale = workflow(
+        phase="Succeeded", total=0, active=0, succeeded=0, failed=0, endTime="2024-05-01T11:00:00Z"
+    )
+    newer = copy.deepcopy(stale)
+    newer["metadata"]["resourceVersion"] = "7"
+    w.add(newer)
+    w.reconciler.read_workflow = lambda ns, name: copy.deepcopy(stale)  # type: ignore[method-assign]  # test instrumentation: the lagging view a cache can have
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert w.rest.deletes == []
+    assert "deletionTimestamp" not in w.wf()["metadata"]
+    # The status the pass computed does not land either: a quiet retry from a fresh read.
+    assert result.transient
+    assert (result.error or "").startswith("conflict")
+    assert w.events.recorded == []
+
+
+def test_without_retention_a_finished_workflow_is_never_deleted() -> None:
+    w = World()
+    w.add(
+        workflow(
+            phase="Failed", total=0, active=0, succeeded=0, failed=0, endTime="2020-01-01T00:00:00Z"
+        )
+    )
+    result = w.reconciler.reconcile(f"{NS}/wf")
+    assert result.error is None
+    assert result.requeue_after is None
+    assert w.rest.deletes == []
 
 
 def test_a_missing_workflow_is_nothing_to_do() -> None:
