@@ -108,13 +108,13 @@ class Controller:
         self.metrics.name_tenants(self.settings.metrics_tenant_labels)
         self.api_client = api_client
 
-        def default_factory(api: ApiClient) -> Rest:
-            return Rest(api, observer=self.metrics.request_observer(api.configuration.host))
+        main_host = api_client.configuration.host
 
-        def remote_factory(api: ApiClient) -> Rest:
-            # A remote cluster's address is a tenant's: a label only when the admin opts in.
-            named = self.settings.metrics_tenant_labels
-            host = remote_host_label(api.configuration.host, named)
+        def default_factory(api: ApiClient) -> Rest:
+            host = api.configuration.host
+            if host != main_host:
+                # A remote cluster's address is a tenant's: a label only when the admin opts in.
+                host = remote_host_label(host, self.settings.metrics_tenant_labels)
             return Rest(api, observer=self.metrics.request_observer(host))
 
         self.rest_factory = rest_factory or default_factory
@@ -149,7 +149,7 @@ class Controller:
         self.registry = MpeRegistry(
             self.rest,
             on_job_event=self._add_task,
-            rest_factory=rest_factory or remote_factory,
+            rest_factory=self.rest_factory,
             informer_options=informer_options,
             # kubeconfig Secret changed, Job watch failed or recovered: reconcile that MPE now
             on_mpe_event=lambda key: self.mpe_queue.add(mpe_key_string(key)),
