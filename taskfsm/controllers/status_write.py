@@ -21,12 +21,15 @@ def patch_status(
     meta: dict[str, Any],
     status: dict[str, Any],
     remember: Callable[[dict[str, Any]], None],
+    *,
+    reread_on_conflict: bool = True,
 ) -> dict[str, Any] | None:
     """Patch ``status`` into the object ``meta`` names, at ``meta``'s resourceVersion.
 
     Returns the updated object (also handed to ``remember``), or None when the object is gone.
     On a 409 the current version goes to ``remember`` (the retry starts from it, not from a
-    cache that may lag) and the ``Conflict`` is raised.
+    cache that may lag; not with ``reread_on_conflict`` False, for kinds the controller may only
+    list and watch: their informer brings it) and the ``Conflict`` is raised.
     """
     body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
     try:
@@ -34,6 +37,8 @@ def patch_status(
     except NotFound:
         return None
     except Conflict:
+        if not reread_on_conflict:
+            raise
         with contextlib.suppress(NotFound):
             remember(rest.get(res, meta.get("namespace"), meta["name"]))
         raise

@@ -197,6 +197,8 @@ class MpeReconciler:
                 mpe["metadata"],
                 {"conditions": conditions, "message": message},
                 remember=self.remember,  # the next pass reads it, not a lagging cache
+                # MPEs are listed and watched, never read one by one (the RBAC has no get).
+                reread_on_conflict=False,
             )
         except KubeError as exc:
             log.warning("could not update MediaProcessingEntity status", extra={"error": str(exc)})
