@@ -77,7 +77,8 @@ class RepeatFilter(logging.Filter):
     "Events and logs under bad input").
 
     Lines are the same when their logger, level, message, the work they belong to (the bound
-    ``key``, or a ``task`` field) and their ``error``/``reason`` fields and exception are. Of
+    ``key``, or a ``task`` field), every other field they carry (``bucket``, ``lease``, ...:
+    lines about different things are never one run) and their exception are. Of
     such a run of repeats, the first ``burst`` lines pass, then only the 2^k-th (16th, 32nd,
     ...) and at least one per ``interval`` seconds; a line that passes after dropped ones
     carries ``repeated`` (how many were dropped), and a repeat never carries its traceback again
@@ -137,12 +138,24 @@ class RepeatFilter(logging.Filter):
         fields = record.__dict__
         work = structlog.contextvars.get_contextvars().get("key") or fields.get("task")
         exc = record.exc_info[1] if record.exc_info else None
+        extra = tuple(sorted((k, str(v)) for k, v in fields.items() if k not in _RECORD_ATTRIBUTES))
         return (
             record.name,
             record.levelno,
             str(record.msg),
             str(work or ""),
-            str(fields.get("error", "")),
-            str(fields.get("reason", "")),
+            extra,
             "" if exc is None else f"{type(exc).__name__}: {exc}",
         )
+
+
+_RECORD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "occurrence",
+    "repeated",
+    "_logger",
+    "_name",
+    "_from_structlog",
+}
+"""A LogRecord's own attributes (and what formatters and this filter add): not line fields."""

@@ -180,3 +180,23 @@ def test_different_failures_and_different_tasks_are_logged_apart():
             if repeat.filter(record):
                 passed.append(f"{task} {error}")
     assert passed == ["ns/a e1", "ns/a e2", "ns/b e1", "ns/b e2"]
+
+
+def test_lines_about_different_things_are_not_one_run_of_repeats():
+    """Regression: "bucket acquired" for twelve buckets is twelve lines, not three (the repeat
+    filter keyed lines by message and error only, and the bucket tests lost the holdings)."""
+    import logging
+
+    from taskfsm.manager.logs import RepeatFilter
+
+    repeats = RepeatFilter(burst=3)
+
+    def line(**fields: object) -> logging.LogRecord:
+        record = logging.LogRecord(
+            "taskfsm.kube.buckets", logging.INFO, "", 0, "bucket acquired", None, None
+        )
+        record.__dict__.update(fields)
+        return record
+
+    assert all(repeats.filter(line(bucket=i)) for i in range(12))
+    assert sum(repeats.filter(line(bucket=0)) for _ in range(20)) < 20  # the same line repeats
