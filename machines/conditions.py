@@ -116,3 +116,13 @@ def mark_condition(
         return tuple(out)
     out.append(Condition(type_, status, now, reason or "", message or ""))
     return tuple(out)
+
+
+def seconds_left(period: float | None, seconds_since_end: float | None) -> float:
+    """Seconds until ``period`` has passed since endTime: the whole period when endTime is unset,
+    0 once it has passed, infinite without a period (a TTL that is off)."""
+    if period is None:
+        return float("inf")
+    if seconds_since_end is None:
+        return period
+    return max(0.0, period - seconds_since_end)

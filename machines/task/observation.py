@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from machines.conditions import Condition
+from machines.conditions import Condition, seconds_left
 from machines.task.phases import PHASES, TERMINAL_PHASES
 
 __all__ = ["PHASES", "TERMINAL_PHASES", "JobState", "TaskObservation", "WorkflowState"]
@@ -337,11 +337,7 @@ class TaskObservation:
     def finished_ttl_left(self) -> float:
         """Seconds until the finished TTL has passed since endTime (the whole TTL when endTime
         is unset; 0 when it has passed; infinite without a TTL)."""
-        if self.finished_ttl is None:
-            return float("inf")
-        if self.seconds_since_end is None:
-            return self.finished_ttl
-        return max(0.0, self.finished_ttl - self.seconds_since_end)
+        return seconds_left(self.finished_ttl, self.seconds_since_end)
 
     def replace(self, **changes: Any) -> TaskObservation:
         """Return a copy with `changes` applied (validated like the constructor)."""

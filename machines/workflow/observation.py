@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from machines.conditions import Condition
+from machines.conditions import Condition, seconds_left
 from machines.workflow.phases import PHASES, TERMINAL_PHASES
 
 __all__ = [
@@ -174,11 +174,7 @@ class WorkflowObservation:
     def finished_ttl_left(self) -> float:
         """Seconds until the finished TTL has passed since endTime (the whole TTL when endTime
         is unset; 0 when it has passed; infinite without a TTL)."""
-        if self.finished_ttl is None:
-            return float("inf")
-        if self.seconds_since_end is None:
-            return self.finished_ttl
-        return max(0.0, self.finished_ttl - self.seconds_since_end)
+        return seconds_left(self.finished_ttl, self.seconds_since_end)
 
     def replace(self, **changes: Any) -> WorkflowObservation:
         """Return a copy with `changes` applied (validated like the constructor)."""

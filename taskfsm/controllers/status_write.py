@@ -1,4 +1,5 @@
-"""The one status write of a reconcile, shared by the Task, Workflow and MPE controllers.
+"""The writes a reconcile computes from what it read, shared by the Task, Workflow and MPE
+controllers: the one status write, and the delete of an object only in the version read.
 
 A merge patch of ``/status`` carrying, as a precondition, the resourceVersion the pass read:
 a status computed from a view that is no longer current (a lagging cache, a paused process,
@@ -44,3 +45,22 @@ def patch_status(
         raise
     remember(updated)
     return updated
+
+
+def delete_as_read(rest: Rest, res: Resource, meta: dict[str, Any]) -> bool:
+    """Delete the object ``meta`` describes, only in that version (UID and resourceVersion
+    preconditions): whether the delete landed or it was gone already. False when it changed
+    since (a stale view decides nothing; the change's watch event brings a new look)."""
+    try:
+        rest.delete(
+            res,
+            meta.get("namespace"),
+            meta["name"],
+            uid=meta["uid"],
+            resource_version=meta["resourceVersion"],
+        )
+    except NotFound:
+        return True
+    except Conflict:
+        return False
+    return True

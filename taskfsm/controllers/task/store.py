@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.status_write import patch_status
+from taskfsm.controllers.status_write import delete_as_read, patch_status
 from taskfsm.controllers.task.work import TaskWork
 from taskfsm.kube import finalizers
 from taskfsm.kube.cache import Caches
@@ -133,22 +133,9 @@ class TaskStore:
             raise RuntimeError(f"failed to delete Task: {exc}") from None
 
     def delete_as_read(self, meta: dict[str, Any]) -> bool:
-        """Delete the Task ``meta`` describes, only in that version (UID and resourceVersion
-        preconditions): whether the delete landed or it was gone already. False when it changed
-        since (a stale view decides nothing; the change's watch event brings a new look)."""
-        try:
-            self.rest.delete(
-                TASKS,
-                meta["namespace"],
-                meta["name"],
-                uid=meta["uid"],
-                resource_version=meta["resourceVersion"],
-            )
-        except NotFound:
-            return True
-        except Conflict:
-            return False
-        return True
+        """Delete the Task ``meta`` describes, only in that version (see
+        :func:`taskfsm.controllers.status_write.delete_as_read`)."""
+        return delete_as_read(self.rest, TASKS, meta)
 
     def remove_finalizer(self, task: dict[str, Any]) -> None:
         """Remove the task-protection finalizer (a moved finalizer list is re-read)."""

@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.status_write import patch_status
+from taskfsm.controllers.status_write import delete_as_read, patch_status
 from taskfsm.kube import finalizers
 from taskfsm.kube.cache import Caches
-from taskfsm.kube.errors import Conflict, NotFound
+from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import WORKFLOWS
 from taskfsm.kube.rest import JSON_PATCH, Rest
 
@@ -89,22 +89,9 @@ class WorkflowStore:
         return metadata
 
     def delete_as_read(self, meta: dict[str, Any]) -> bool:
-        """Delete the Workflow ``meta`` describes, only in that version (UID and resourceVersion
-        preconditions): whether the delete landed or it was gone already. False when it changed
-        since (a stale view decides nothing; the change's watch event brings a new look)."""
-        try:
-            self.rest.delete(
-                WORKFLOWS,
-                meta["namespace"],
-                meta["name"],
-                uid=meta["uid"],
-                resource_version=meta["resourceVersion"],
-            )
-        except NotFound:
-            return True
-        except Conflict:
-            return False
-        return True
+        """Delete the Workflow ``meta`` describes, only in that version (see
+        :func:`taskfsm.controllers.status_write.delete_as_read`)."""
+        return delete_as_read(self.rest, WORKFLOWS, meta)
 
     def patch_status(self, meta: dict[str, Any], patch: dict[str, Any]) -> None:
         """Patch ``/status`` at ``meta``'s resourceVersion (see
