@@ -59,10 +59,15 @@ def test_a_task_waiting_for_its_mpe_client_is_woken_when_it_is_ready(
     try:
         probe.wait_message("t", "waiting for its client to be set up", timeout=30)
         key = f"{namespace}/t"
+        # The message is written inside the reconcile; its result is recorded when it returns.
+        wait_for(
+            lambda: any(k == key for k, _ in results),
+            timeout=10,
+            what="the Task reconcile that wrote the message to return",
+        )
         waiting = [r for k, r in results if k == key]
         # No error, no backoff, and no timer but the resync every Task with a Job pending has.
         resync = ctl.settings.resync_seconds
-        assert waiting
         assert all(r.error is None and r.requeue_after in (None, resync) for r in waiting)
         assert probe.phase("t") == "JobPending"
         assert [w for w in warnings(probe, "t")] == []
