@@ -269,7 +269,7 @@ def test_workflow_row_counts_its_tasks_by_phase() -> None:
         "1",
         "1",
         "1",
-        "1h",
+        "60m",
     ]
     assert workflows.row(workflow(), [], now=NOW)[:4] == ["wf", "New", "", "<none>"]
 
