@@ -342,18 +342,8 @@ def test_list_and_get_workflows_with_their_tasks(
         what="wf Failed",
     )
     rows = table(run("kubectl taskfsm list workflows", context_kubeconfig).stdout)
-    assert list(rows[0]) == [
-        "NAME",
-        "PHASE",
-        "REASON",
-        "CONDITIONS",
-        "TASKS",
-        "PENDING",
-        "RUNNING",
-        "SUCCEEDED",
-        "FAILED",
-        "AGE",
-    ]
+    columns = "NAME PHASE REASON CONDITIONS TASKS PENDING RUNNING SUCCEEDED FAILED AGE"
+    assert list(rows[0]) == columns.split()
     (wf,) = rows
     assert (wf["NAME"], wf["PHASE"]) == ("wf", "Failed")
     assert "Failed" in wf["CONDITIONS"].split(",")
@@ -464,15 +454,7 @@ def test_list_watch_prints_changed_rows_until_ctrl_c(
     tasks = Watcher("kubectl taskfsm list -w", context_kubeconfig)
     workflows = Watcher("kubectl taskfsm list workflows --watch", context_kubeconfig)
     try:
-        assert tasks.next_line().split() == [
-            "NAME",
-            "PHASE",
-            "REASON",
-            "WORKFLOW",
-            "MPE",
-            "JOB",
-            "AGE",
-        ]
+        assert " ".join(tasks.next_line().split()) == "NAME PHASE REASON WORKFLOW MPE JOB AGE"
         assert tasks.next_line().split()[:2] == ["first", "New"]
         assert workflows.next_line().split()[:5] == [
             "NAME",
