@@ -2,7 +2,8 @@
 """The ``taskfsm`` command line: thin wrappers over the library (``taskfsm --help``).
 
 Commands: ``run`` (the controller), ``diagram`` (render the lifecycle), ``crds`` (print the
-CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as ``argo`` and ``tkn`` show theirs),
+CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as ``argo`` and ``tkn`` show theirs, and Workflows
+as ``workflow/NAME``; ``list``/``get`` ``-w`` keep printing what changes: docs/cli.md),
 ``explain`` (a Task's state, with the lifecycle diagram), ``ui`` (the lifecycle with the
 cluster's Tasks on it, in a local web page), ``render-job`` (the Job and Secret a Task would
 produce, offline), ``completion`` (shell completion code). The demo is a development command of

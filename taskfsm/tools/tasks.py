@@ -5,11 +5,12 @@ theirs, with the user's credentials.
   ``-A`` a ``NAMESPACE`` column first, ``-o wide`` adds ``FUNCTION``, ``STARTED``, ``ENDED`` and
   ``MESSAGE``), or a ``v1`` ``List`` with ``-o json|yaml`` (the objects as stored, as ``kubectl
   get -o json`` prints them);
-* :func:`get_main` the same for named Tasks (``-o json|yaml``: the object itself);
-* :func:`wait_main` waits, through a watch, until a Task matches ``--for`` (``phase=P``,
-  ``condition=Type`` or ``condition=Type=Status``, or ``delete``), and exits early (1) when the
-  Task reached a terminal phase other than the one waited for, since a terminal phase never
-  changes again.
+* :func:`get_main` the same for named Tasks (``-o json|yaml``: the object itself); Workflows
+  and ``--watch`` go through :mod:`taskfsm.tools.views`;
+* :func:`wait_main` waits, through a watch, until a Task (or a Workflow) matches ``--for``
+  (``phase=P``, ``condition=Type`` or ``condition=Type=Status``, or ``delete``), and exits early
+  (1) when it reached a terminal phase other than the one waited for, since a terminal phase
+  never changes again.
 
 The reason column is :func:`task_reason`, the same text ``taskfsm ui`` shows: the terminal
 condition's reason for Succeeded and Failed Tasks, ``JobSuspended`` for a Running Task whose Job
