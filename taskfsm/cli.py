@@ -2,7 +2,8 @@
 """The ``taskfsm`` command line: thin wrappers over the library (``taskfsm --help``).
 
 Commands: ``run`` (the controller), ``diagram`` (render the lifecycle), ``crds`` (print the
-CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as ``argo`` and ``tkn`` show theirs),
+CRDs), ``list``/``get``/``logs``/``wait`` (Tasks, as ``argo`` and ``tkn`` show theirs, and Workflows
+as ``workflow/NAME``; ``list``/``get`` ``-w`` keep printing what changes: docs/cli.md),
 ``explain`` (a Task's state, with the lifecycle diagram), ``ui`` (the lifecycle with the
 cluster's Tasks on it, in a local web page), ``render-job`` (the Job and Secret a Task would
 produce, offline), ``completion`` (shell completion code). The demo is a development command of
@@ -141,12 +142,15 @@ def _rest(args: argparse.Namespace) -> Rest:
 
 
 def _complete_tasks(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
-    """Task names of the namespace the command line names (argcomplete completer)."""
+    """Task names of the namespace the command line names (argcomplete completer); after
+    ``workflow/``, Workflow names."""
     try:
-        from taskfsm.kube.resources import TASKS
+        from taskfsm.kube.resources import TASKS, WORKFLOWS
 
-        found = _rest(parsed_args).list(TASKS, _namespace(parsed_args), limit=500)
-        names = [t["metadata"]["name"] for t in found.get("items") or []]
+        workflow = _is_workflow(prefix)[0]
+        kind, before = (WORKFLOWS, prefix[: prefix.index("/") + 1]) if workflow else (TASKS, "")
+        found = _rest(parsed_args).list(kind, _namespace(parsed_args), limit=500)
+        names = [before + t["metadata"]["name"] for t in found.get("items") or []]
     except (Exception, SystemExit):  # completion must never print a traceback into the shell
         return []
     return [name for name in names if name.startswith(prefix)]
@@ -362,37 +366,102 @@ def cmd_explain(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from taskfsm.tools import tasks
+LIST_KINDS = {
+    "tasks": "Task",
+    "task": "Task",
+    "workflows": "Workflow",
+    "workflow": "Workflow",
+    "wf": "Workflow",
+}
+"""What ``list`` takes as its optional first word (the kind), as ``kubectl get`` takes a
+resource type."""
 
-    return tasks.list_main(
-        _rest(args),
-        _namespace(args),
-        args.output,
-        workflow=args.workflow,
-        phase=args.phase,
-        label_selector=args.selector,
-    )
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from taskfsm.api import constants as c
+    from taskfsm.tools import tasks, views
+
+    namespace = _namespace(args)
+    if LIST_KINDS[args.kind] == c.KIND_WORKFLOW:
+        if args.workflow:
+            raise SystemExit("taskfsm list workflows: --workflow selects Tasks; use -l or --phase")
+        view: views.View = views.WorkflowList(
+            namespace,
+            args.output,
+            {c.KIND_WORKFLOW: args.selector, c.KIND_TASK: None},
+            phase=args.phase,
+        )
+    elif not args.watch:
+        return tasks.list_main(
+            _rest(args),
+            namespace,
+            args.output,
+            workflow=args.workflow,
+            phase=args.phase,
+            label_selector=args.selector,
+        )
+    else:
+        view = views.TaskList(
+            namespace,
+            args.output,
+            {c.KIND_TASK: args.selector},
+            workflow=args.workflow,
+            phase=args.phase,
+        )
+    return views.watch(_rest(args), view) if args.watch else views.show_once(_rest(args), view)
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    from taskfsm.tools import tasks
+    from taskfsm.api import constants as c
+    from taskfsm.tools import tasks, views
 
     namespace = _namespace(args)
     assert namespace is not None
-    return tasks.get_main(_rest(args), namespace, args.tasks, args.output)
+    named = [tasks.split_kind(name) for name in args.tasks]
+    workflows = [name for kind, name in named if kind == c.KIND_WORKFLOW]
+    task_names = [name for kind, name in named if kind != c.KIND_WORKFLOW]
+    if not workflows and not args.watch:
+        return tasks.get_main(_rest(args), namespace, task_names, args.output)
+    view = views.Get(
+        namespace,
+        args.output,
+        {c.KIND_TASK: None, **({c.KIND_WORKFLOW: None} if workflows else {})},
+        tasks=task_names,
+        workflows=workflows,
+    )
+    if args.watch:
+        return views.watch(_rest(args), view)
+    return views.show_once(_rest(args), view, single=len(args.tasks) == 1)
+
+
+def _is_workflow(name: str) -> tuple[bool, str]:
+    """(whether ``name`` is ``workflow/NAME``, NAME or the Task name)."""
+    from taskfsm.api import constants as c
+    from taskfsm.tools.tasks import split_kind
+
+    kind, bare = split_kind(name)
+    return kind == c.KIND_WORKFLOW, bare
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from taskfsm.tools import logs
+    from taskfsm.tools import logs, workflows
 
     namespace = _namespace(args)
     assert namespace is not None
+    workflow, name = _is_workflow(args.task)
     try:
+        if workflow:
+            if args.follow:
+                raise SystemExit(
+                    "taskfsm logs: -f follows one Task's log; leave it out for workflow/NAME"
+                )
+            return workflows.logs_main(
+                _rest(args), namespace, name, tail=args.tail, container=args.container
+            )
         return logs.logs_main(
             _rest(args),
             namespace,
-            args.task,
+            name,
             follow=args.follow,
             tail=args.tail,
             container=args.container,
@@ -402,6 +471,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
+    from taskfsm.kube.resources import TASKS, WORKFLOWS
     from taskfsm.tools import tasks
 
     namespace = _namespace(args)
@@ -410,7 +480,9 @@ def cmd_wait(args: argparse.Namespace) -> int:
         spec = tasks.WaitSpec(args.wait_for)
     except ValueError as exc:
         raise SystemExit(f"taskfsm wait: {exc}") from None
-    return tasks.wait_main(_rest(args), namespace, args.task, spec, args.timeout)
+    workflow, name = _is_workflow(args.task)
+    resource = WORKFLOWS if workflow else TASKS
+    return tasks.wait_main(_rest(args), namespace, name, spec, args.timeout, res=resource)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -744,38 +816,62 @@ def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
     explain.set_defaults(func=cmd_explain)
 
     output_help = "output format: wide (more columns), json, yaml, name (default: a table)"
+    watch_help = (
+        "after the current view, print each row again when its object changes (a Kubernetes "
+        "watch) until Ctrl-C"
+    )
     list_ = sub.add_parser(
         "list",
         aliases=["ls"],
-        help="list Tasks: phase, reason, Workflow, MPE, Job, age",
+        help="list Tasks (phase, reason, Workflow, MPE, Job, age) or Workflows (phase, "
+        "conditions, their Tasks by phase)",
     )
     _add_kube_flags(list_)
     _add_namespace_flags(list_, all_namespaces=True)
+    list_.add_argument(
+        "kind",
+        nargs="?",
+        default="tasks",
+        choices=LIST_KINDS,
+        help="tasks (the default) or workflows",
+    )
     list_.add_argument("-o", "--output", choices=OUTPUTS, help=output_help)
     list_.add_argument("--workflow", help="only the Tasks of this Workflow")
-    list_.add_argument("--phase", help="only Tasks in this phase (New: not reconciled yet)")
+    list_.add_argument(
+        "--phase", help="only Tasks (or Workflows) in this phase (New: not reconciled yet)"
+    )
     list_.add_argument("-l", "--selector", help="label selector, as kubectl's -l")
+    list_.add_argument("-w", "--watch", action="store_true", help=watch_help)
     list_.set_defaults(func=cmd_list)
 
-    get = sub.add_parser("get", help="show Tasks by name (-o json|yaml: the whole object)")
+    get = sub.add_parser(
+        "get",
+        help="show Tasks by name, or a Workflow with its Tasks as workflow/NAME (-o json|yaml: "
+        "the whole object)",
+    )
     _add_kube_flags(get)
     _add_namespace_flags(get, all_namespaces=False)
-    _add_task_argument(get, "tasks", nargs="+", help="Task names")
+    _add_task_argument(get, "tasks", nargs="+", help="Task names, or workflow/NAME")
     get.add_argument("-o", "--output", choices=OUTPUTS, help=output_help)
+    get.add_argument("-w", "--watch", action="store_true", help=watch_help)
     get.set_defaults(func=cmd_get)
 
     logs = sub.add_parser(
         "logs",
-        help="print the logs of a Task's Job pods (local or remote MediaProcessingEntity)",
+        help="print the logs of a Task's Job pods (local or remote MediaProcessingEntity), or "
+        "of each Task of workflow/NAME",
     )
     _add_kube_flags(logs)
     _add_namespace_flags(logs, all_namespaces=False)
-    _add_task_argument(logs)
+    _add_task_argument(
+        logs, help="Task name, or workflow/NAME (each Task's lines prefixed with [TASK])"
+    )
     logs.add_argument(
         "-f",
         "--follow",
         action="store_true",
-        help="wait for the Job and its pod, then stream the newest pod's log until it ends",
+        help="wait for the Job and its pod, then stream the newest pod's log until it ends "
+        "(a Task only)",
     )
     logs.add_argument("--tail", type=int, help="only the last N lines of each container")
     logs.add_argument("-c", "--container", help="one container (default: every container)")
@@ -783,17 +879,18 @@ def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
 
     wait = sub.add_parser(
         "wait",
-        help="wait until a Task is in a phase or has a condition (watching, not polling)",
+        help="wait until a Task (or workflow/NAME) is in a phase or has a condition (watching, "
+        "not polling)",
     )
     _add_kube_flags(wait)
     _add_namespace_flags(wait, all_namespaces=False)
-    _add_task_argument(wait)
+    _add_task_argument(wait, help="Task name, or workflow/NAME")
     wait.add_argument(
         "--for",
         dest="wait_for",
         default="phase=Succeeded",
         help="phase=PHASE, condition=TYPE[=STATUS] or delete (default phase=Succeeded); a "
-        "Task that ends in another terminal phase ends the wait with exit 1",
+        "Task or Workflow that ends in another terminal phase ends the wait with exit 1",
     )
     wait.add_argument(
         "--timeout",

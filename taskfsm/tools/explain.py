@@ -33,9 +33,8 @@ from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import EVENTS, JOBS, PODS, Rest
 from taskfsm.tools.jobsite import job_site
+from taskfsm.tools.tasks import split_kind
 
-_WORKFLOW_PREFIXES = ("workflow/", "workflows/", "wf/")
-_TASK_PREFIXES = ("task/", "tasks/")
 _COUNTERS = ("total", "active", "succeeded", "failed")
 RECENT_EVENTS = 10
 """How many of a Task's Events ``explain`` shows (the most recent ones)."""
@@ -48,7 +47,7 @@ JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 def main(api_client: Any, namespace: str, name: str, diagram_format: str = "text") -> int:
     """Print the explanation of the Task or Workflow ``name``; 0 when found, 1 otherwise."""
     rest = Rest(api_client)
-    kind, bare = _split(name)
+    kind, bare = split_kind(name)
     if kind in (None, c.KIND_TASK):
         task = _get(rest, TASKS, namespace, bare)
         if task is not None:
@@ -458,16 +457,6 @@ def ref_text(ref: dict[str, Any]) -> str:
     """A status reference as explain (and the UI's Task page) shows it: ``Kind ns/name``."""
     where = f"{ref['namespace']}/" if ref.get("namespace") else ""
     return f"{ref.get('kind', '?')} {where}{ref.get('name', '?')}"
-
-
-def _split(name: str) -> tuple[str | None, str]:
-    for prefix in _WORKFLOW_PREFIXES:
-        if name.startswith(prefix):
-            return c.KIND_WORKFLOW, name[len(prefix) :]
-    for prefix in _TASK_PREFIXES:
-        if name.startswith(prefix):
-            return c.KIND_TASK, name[len(prefix) :]
-    return None, name
 
 
 def _get(rest: Rest, res: Any, namespace: str, name: str) -> dict[str, Any] | None:

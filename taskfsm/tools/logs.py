@@ -17,13 +17,22 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import PODS, Rest
 from taskfsm.tools import tasks as task_tools
 from taskfsm.tools.jobsite import job_site
+
+
+class Sink(Protocol):
+    """Where logs go: ``sys.stdout.buffer``, or a wrapper of it (``logs workflow/NAME``)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
 
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 FOLLOW_READ_TIMEOUT = 3600.0
@@ -80,7 +89,7 @@ def logs_main(
     follow: bool = False,
     tail: int | None = None,
     container: str | None = None,
-    out: BinaryIO | None = None,
+    out: Sink | None = None,
     timeout: float = 0.0,
 ) -> int:
     """``taskfsm logs``; ``timeout`` (0: none) bounds the waits of ``-f`` for a Job and pod."""
@@ -123,7 +132,7 @@ def _show(
     container: str | None,
     follow: bool,
     tail: int | None,
-    sink: BinaryIO,
+    sink: Sink,
 ) -> int:
     code = 0
     targets = [

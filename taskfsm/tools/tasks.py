@@ -5,11 +5,12 @@ theirs, with the user's credentials.
   ``-A`` a ``NAMESPACE`` column first, ``-o wide`` adds ``FUNCTION``, ``STARTED``, ``ENDED`` and
   ``MESSAGE``), or a ``v1`` ``List`` with ``-o json|yaml`` (the objects as stored, as ``kubectl
   get -o json`` prints them);
-* :func:`get_main` the same for named Tasks (``-o json|yaml``: the object itself);
-* :func:`wait_main` waits, through a watch, until a Task matches ``--for`` (``phase=P``,
-  ``condition=Type`` or ``condition=Type=Status``, or ``delete``), and exits early (1) when the
-  Task reached a terminal phase other than the one waited for, since a terminal phase never
-  changes again.
+* :func:`get_main` the same for named Tasks (``-o json|yaml``: the object itself); Workflows
+  and ``--watch`` go through :mod:`taskfsm.tools.views`;
+* :func:`wait_main` waits, through a watch, until a Task (or a Workflow) matches ``--for``
+  (``phase=P``, ``condition=Type`` or ``condition=Type=Status``, or ``delete``), and exits early
+  (1) when it reached a terminal phase other than the one waited for, since a terminal phase
+  never changes again.
 
 The reason column is :func:`task_reason`, the same text ``taskfsm ui`` shows: the terminal
 condition's reason for Succeeded and Failed Tasks, ``JobSuspended`` for a Running Task whose Job
@@ -30,13 +31,15 @@ import yaml
 from taskfsm.api import constants as c
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS
-from taskfsm.kube.rest import Rest
+from taskfsm.kube.rest import Resource, Rest
 
 OUTPUTS = ("wide", "json", "yaml", "name")
 """What ``-o`` takes (no ``-o``: the table)."""
 
 TERMINAL = c.TASK_TERMINAL_PHASES
 
+_WORKFLOW_PREFIXES = ("workflow/", "workflows/", "wf/")
+_TASK_PREFIXES = ("task/", "tasks/")
 _COLUMNS = ("NAME", "PHASE", "REASON", "WORKFLOW", "MPE", "JOB", "AGE")
 _WIDE = ("FUNCTION", "STARTED", "ENDED", "MESSAGE")
 
@@ -44,9 +47,9 @@ _WIDE = ("FUNCTION", "STARTED", "ENDED", "MESSAGE")
 # -- the facts of a Task, shared with the UI --------------------------------------------------
 
 
-def condition(task: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    """The Task's condition of ``type_``, or None."""
-    for cond in (task.get("status") or {}).get("conditions") or []:
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    """The Task's (or Workflow's) condition of ``type_``, or None."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_:
             return dict(cond)
     return None
@@ -119,19 +122,36 @@ def row(task: dict[str, Any], *, wide: bool = False, now: datetime | None = None
     return [cell or "<none>" if i in (3, 4, 5) else cell for i, cell in enumerate(cells)]
 
 
+def header(*, wide: bool, all_namespaces: bool) -> list[str]:
+    """The column names of the Task table."""
+    return [*(("NAMESPACE",) if all_namespaces else ()), *_COLUMNS, *(_WIDE if wide else ())]
+
+
 def table(tasks: Sequence[dict[str, Any]], *, wide: bool, all_namespaces: bool) -> list[str]:
     """The lines of the table (header first), columns padded as kubectl pads them."""
-    header = [*(("NAMESPACE",) if all_namespaces else ()), *_COLUMNS, *(_WIDE if wide else ())]
     now = datetime.now(UTC)
     rows = [
         [*((t["metadata"]["namespace"],) if all_namespaces else ()), *row(t, wide=wide, now=now)]
         for t in tasks
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return [
-        "   ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
-        for r in [header, *rows]
-    ]
+    return format_table(header(wide=wide, all_namespaces=all_namespaces), rows)
+
+
+def column_widths(rows: Sequence[Sequence[str]]) -> list[int]:
+    """The width of each column: its longest cell (the header is one of the rows)."""
+    return [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+
+
+def pad(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """One table line: cells padded to ``widths`` (a longer cell widens its column), three
+    spaces apart, as kubectl pads them."""
+    return "   ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+
+def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines of a table: ``head`` then ``rows``, columns padded to their longest cell."""
+    widths = column_widths([head, *rows])
+    return [pad(r, widths) for r in [head, *rows]]
 
 
 def dump(obj: Any, output: str) -> str:
@@ -151,17 +171,31 @@ def print_tasks(
 ) -> None:
     """Print ``tasks`` as ``-o`` asks; ``single``: one object, not a ``List``."""
     stream = out or sys.stdout
-    if output in ("json", "yaml"):
+    if output in ("json", "yaml", "name"):
         objs = [{"apiVersion": c.API_VERSION, "kind": c.KIND_TASK, **t} for t in tasks]
-        body = objs[0] if single and len(objs) == 1 else _list_object(objs)
-        stream.write(dump(body, output))
-    elif output == "name":
-        stream.writelines(f"task.{c.GROUP}/{t['metadata']['name']}\n" for t in tasks)
+        print_objects(objs, output, single=single, out=stream)
     else:
         stream.writelines(
             line + "\n"
             for line in table(tasks, wide=output == "wide", all_namespaces=all_namespaces)
         )
+
+
+def print_objects(
+    objs: Sequence[dict[str, Any]],
+    output: str | None,
+    *,
+    single: bool = False,
+    out: TextIO | None = None,
+) -> None:
+    """``-o json|yaml`` (one object when ``single``, else a ``v1`` ``List``) or ``-o name`` of
+    objects that carry their ``kind``."""
+    stream = out or sys.stdout
+    if output == "name":
+        stream.writelines(f"{o['kind'].lower()}.{c.GROUP}/{o['metadata']['name']}\n" for o in objs)
+    else:
+        body = objs[0] if single and len(objs) == 1 else _list_object(list(objs))
+        stream.write(dump(body, output or "yaml"))
 
 
 def _list_object(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -180,16 +214,7 @@ def list_tasks(
     label_selector: str | None = None,
 ) -> list[dict[str, Any]]:
     """The Tasks of ``namespace`` (None: all), filtered, sorted by namespace and name."""
-    items: list[dict[str, Any]] = []
-    token = None
-    while True:  # paged, like the controller's lists: 10,000 Tasks are not one answer
-        page = rest.list(
-            TASKS, namespace, label_selector=label_selector, limit=500, continue_token=token
-        )
-        items += page.get("items") or []
-        token = (page.get("metadata") or {}).get("continue")
-        if not token:
-            break
+    items = list_all(rest, TASKS, namespace, label_selector)
     if workflow:
         items = [
             t
@@ -199,8 +224,37 @@ def list_tasks(
     if phase:
         wanted = "" if phase == "New" else phase
         items = [t for t in items if ((t.get("status") or {}).get("phase") or "") == wanted]
+    return items
+
+
+def list_all(
+    rest: Rest, res: Resource, namespace: str | None, label_selector: str | None = None
+) -> list[dict[str, Any]]:
+    """Every ``res`` object of ``namespace`` (None: all), sorted by namespace and name."""
+    items: list[dict[str, Any]] = []
+    token = None
+    while True:  # paged, like the controller's lists: 10,000 Tasks are not one answer
+        page = rest.list(
+            res, namespace, label_selector=label_selector, limit=500, continue_token=token
+        )
+        items += page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            break
     items.sort(key=lambda t: (t["metadata"]["namespace"], t["metadata"]["name"]))
     return items
+
+
+def split_kind(name: str) -> tuple[str | None, str]:
+    """``workflow/NAME`` (also ``workflows/``, ``wf/``) or ``task/NAME`` (``tasks/``) as
+    (kind, NAME), as kubectl's TYPE/NAME; a bare name has no kind (None)."""
+    for prefix in _WORKFLOW_PREFIXES:
+        if name.startswith(prefix):
+            return c.KIND_WORKFLOW, name[len(prefix) :]
+    for prefix in _TASK_PREFIXES:
+        if name.startswith(prefix):
+            return c.KIND_TASK, name[len(prefix) :]
+    return None, name
 
 
 def list_main(
@@ -269,68 +323,85 @@ class WaitSpec:
         cond = condition(task, self.condition)
         return cond is not None and cond.get("status") == self.status
 
-    def hopeless(self, task: dict[str, Any] | None) -> str:
-        """Why the wait can never succeed any more ("" while it can)."""
-        if task is None:
-            return "" if self.kind == "delete" else "the Task was deleted"
-        phase = (task.get("status") or {}).get("phase") or ""
+    def hopeless(self, obj: dict[str, Any] | None, kind: str = c.KIND_TASK) -> str:
+        """Why the wait can never succeed any more ("" while it can); ``kind``: what ``obj`` is
+        (a Task, or a Workflow: both end in Succeeded or Failed, never to change again)."""
+        if obj is None:
+            return "" if self.kind == "delete" else f"the {kind} was deleted"
+        phase = (obj.get("status") or {}).get("phase") or ""
         if self.kind == "phase" and phase in TERMINAL and phase != self.phase:
-            return f"the Task ended {phase}"
+            return f"the {kind} ended {phase}"
         return ""
 
 
 def wait_main(
-    rest: Rest, namespace: str, name: str, spec: WaitSpec, timeout: float, *, quiet: bool = False
+    rest: Rest,
+    namespace: str,
+    name: str,
+    spec: WaitSpec,
+    timeout: float,
+    *,
+    quiet: bool = False,
+    res: Resource = TASKS,
 ) -> int:
-    """``taskfsm wait``: 0 when met, 1 on timeout or when it can no longer be met."""
+    """``taskfsm wait`` of a Task (or with ``res`` WORKFLOWS, ``wait workflow/NAME``): 0 when
+    met, 1 on timeout or when it can no longer be met."""
+    kind = res.kind
     deadline = time.monotonic() + timeout
     try:
-        task: dict[str, Any] | None = rest.get(TASKS, namespace, name)
+        obj: dict[str, Any] | None = rest.get(res, namespace, name)
     except NotFound:
         if spec.kind != "delete":
-            print(f'Error: Task "{name}" not found in namespace {namespace}', file=sys.stderr)
+            print(f'Error: {kind} "{name}" not found in namespace {namespace}', file=sys.stderr)
             return 1
-        task = None
-    version = (task or {}).get("metadata", {}).get("resourceVersion")
+        obj = None
+    version = (obj or {}).get("metadata", {}).get("resourceVersion")
     while True:
-        if spec.met(task):
+        if spec.met(obj):
             if not quiet:
-                print(f"task.{c.GROUP}/{name} condition met ({spec.text})")
+                print(f"{kind.lower()}.{c.GROUP}/{name} condition met ({spec.text})")
             return 0
-        hopeless = spec.hopeless(task)
+        hopeless = spec.hopeless(obj, kind)
         if hopeless:
             print(f"Error: {name}: {hopeless}; --for={spec.text} cannot be met", file=sys.stderr)
             return 1
         left = deadline - time.monotonic()
         if left <= 0:
-            phase = ((task or {}).get("status") or {}).get("phase") or "New"
+            phase = ((obj or {}).get("status") or {}).get("phase") or "New"
             print(
-                f"Error: timed out waiting for --for={spec.text} on Task {name} (phase {phase})",
+                f"Error: timed out waiting for --for={spec.text} on {kind} {name} (phase {phase})",
                 file=sys.stderr,
             )
             return 1
         try:
-            for kind, obj in watch_one(rest, namespace, name, version, left):
-                version = obj.get("metadata", {}).get("resourceVersion") or version
-                task = None if kind == "DELETED" else obj
-                if spec.met(task) or spec.hopeless(task):
+            for event, found in watch_one(rest, namespace, name, version, left, res=res):
+                version = found.get("metadata", {}).get("resourceVersion") or version
+                obj = None if event == "DELETED" else found
+                if spec.met(obj) or spec.hopeless(obj, kind):
                     break
         except KubeError:
             version = None  # e.g. 410 Gone: read afresh
         if version is None:
             try:
-                task = rest.get(TASKS, namespace, name)
-                version = task["metadata"].get("resourceVersion")
+                obj = rest.get(res, namespace, name)
+                version = obj["metadata"].get("resourceVersion")
             except NotFound:
-                task = None
+                obj = None
 
 
 def watch_one(
-    rest: Rest, namespace: str, name: str, version: str | None, seconds: float
+    rest: Rest,
+    namespace: str,
+    name: str,
+    version: str | None,
+    seconds: float,
+    *,
+    res: Resource = TASKS,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The watch events of one Task for at most ``seconds`` (server-side timeout)."""
+    """The watch events of one Task (or other ``res`` object) for at most ``seconds``
+    (server-side timeout)."""
     stream = rest.watch(
-        TASKS,
+        res,
         namespace,
         timeout_seconds=max(1, int(seconds)),
         read_timeout=seconds + 30,

@@ -9,8 +9,12 @@ and shell completion through kubectl's plugin completion."""
 from __future__ import annotations
 
 import json
+import queue
 import re
+import signal
 import subprocess
+import threading
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -321,3 +325,190 @@ def test_kubectl_taskfsm_ui_serves_the_context_namespace(
         proc.terminate()
         _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+# -- Workflows: workflow/NAME, list workflows, --watch ----------------------------------------
+
+
+def test_list_and_get_workflows_with_their_tasks(
+    control_plane, engine, namespace, two_tasks, context_kubeconfig
+):
+    """`list workflows` shows each Workflow's phase, its True conditions and its Tasks counted
+    by phase; `get workflow/NAME` its row and then its Tasks' table (-o json: the Workflow
+    itself, -o name its name); a missing Workflow is an error line and exit 1."""
+    wait_for(
+        lambda: (engine.get(c.KIND_WORKFLOW, "wf").get("status") or {}).get("phase") == "Failed",
+        timeout=60,
+        what="wf Failed",
+    )
+    rows = table(run("kubectl taskfsm list workflows", context_kubeconfig).stdout)
+    columns = "NAME PHASE REASON CONDITIONS TASKS PENDING RUNNING SUCCEEDED FAILED AGE"
+    assert list(rows[0]) == columns.split()
+    (wf,) = rows
+    assert (wf["NAME"], wf["PHASE"]) == ("wf", "Failed")
+    assert "Failed" in wf["CONDITIONS"].split(",")
+    counts = [wf[k] for k in ("TASKS", "PENDING", "RUNNING", "SUCCEEDED", "FAILED")]
+    assert counts == ["2", "0", "0", "1", "1"]
+    none = run("taskfsm ls wf --phase Succeeded", context_kubeconfig)
+    assert none.stdout == ""
+    assert f"No Workflows found in namespace {namespace}." in none.stderr
+
+    got = run("kubectl taskfsm get workflow/wf", context_kubeconfig).stdout
+    workflow_part, tasks_part = got.split("\n\n")
+    assert [r["NAME"] for r in table(workflow_part)] == ["wf"]
+    task_rows = table(tasks_part)
+    assert [(r["NAME"], r["PHASE"], r["WORKFLOW"]) for r in task_rows] == [
+        ("bad", "Failed", "wf"),
+        ("ok", "Succeeded", "wf"),
+    ]
+    whole = json.loads(run("kubectl taskfsm get wf/wf -o json", context_kubeconfig).stdout)
+    assert (whole["kind"], whole["status"]["phase"]) == (c.KIND_WORKFLOW, "Failed")
+    named = run("taskfsm get workflow/wf ok -o name", context_kubeconfig).stdout
+    assert named.splitlines() == [f"workflow.{c.GROUP}/wf", f"task.{c.GROUP}/ok"]
+
+    missing = run("kubectl taskfsm get workflow/nope", context_kubeconfig, check=False)
+    assert missing.returncode == 1
+    assert f'Workflow "nope" not found in namespace {namespace}' in missing.stderr
+
+
+def test_wait_for_and_logs_of_a_workflow(
+    control_plane, engine, controller_factory, log_kubelet, context_kubeconfig
+):
+    """`wait workflow/NAME` returns 0 once the Workflow succeeds and 1 at once for one that
+    failed; `logs workflow/NAME` prints each Task's Job log, its lines prefixed [TASK]."""
+    controller_factory(workflow_termination_waiting=1.0)
+    engine.create(objects.workflow("wf"))
+    engine.create(logging_function("fn", run_seconds=1))
+    engine.create(objects.function("boom", exit_code=2))
+    engine.create(objects.local_mpe("local"))
+    for name in ("a", "b"):
+        engine.create(objects.task(name, workflow_name="wf", function_name="fn", mpe_name="local"))
+    done = run("kubectl taskfsm wait workflow/wf --timeout 120s", context_kubeconfig)
+    assert done.stdout.strip() == f"workflow.{c.GROUP}/wf condition met (phase=Succeeded)"
+
+    logs = run("kubectl taskfsm logs workflow/wf", context_kubeconfig).stdout.splitlines()
+    assert logs == [f"[{name}] {line}" for name in ("a", "b") for line in LOG_LINES]
+    tail = run("taskfsm logs wf/wf --tail 1", context_kubeconfig).stdout.splitlines()
+    assert tail == [f"[a] {LOG_LINES[-1]}", f"[b] {LOG_LINES[-1]}"]
+
+    engine.create(objects.workflow("wf2"))
+    engine.create(objects.task("f", workflow_name="wf2", function_name="boom", mpe_name="local"))
+    failed = run("kubectl taskfsm wait workflow/wf2 --timeout 120", context_kubeconfig, check=False)
+    assert failed.returncode == 1
+    assert "wf2: the Workflow ended Failed; --for=phase=Succeeded cannot be met" in failed.stderr
+    gone = run("kubectl taskfsm wait workflow/nope --timeout 5", context_kubeconfig, check=False)
+    assert gone.returncode == 1
+    assert 'Workflow "nope" not found' in gone.stderr
+
+
+class Watcher:
+    """`kubectl taskfsm ... -w` running in the background; its stdout lines read as they come."""
+
+    def __init__(self, command: str, kubeconfig: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["bash", "-c", f"exec {command}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=kubetools.REPO_ROOT,
+            env=kubetools.environment(kubeconfig, with_helm=False),
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def next_line(self, timeout: float = 60) -> str:
+        return self.lines.get(timeout=timeout)
+
+    def until(self, prefix: str, timeout: float = 60) -> str:
+        """The first line from now on that starts with ``prefix``."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line.startswith(prefix):
+                return line
+        raise AssertionError(f"no line starting with {prefix!r} within {timeout}s")
+
+    def interrupt(self) -> tuple[int, str]:
+        """Ctrl-C: (exit code, stderr)."""
+        self.proc.send_signal(signal.SIGINT)
+        _out, err = self.proc.communicate(timeout=30)
+        return self.proc.returncode, err
+
+
+def test_list_watch_prints_changed_rows_until_ctrl_c(
+    control_plane, engine, namespace, crds, context_kubeconfig
+):
+    """`list -w` prints the table, then a row for each Task created, changed or deleted (a
+    deleted one reads Deleted); `list workflows -w` prints its Workflow's row again when a
+    Task of it appears. Ctrl-C ends both with exit 0 and no traceback."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.task("first", workflow_name="wf"))
+    tasks = Watcher("kubectl taskfsm list -w", context_kubeconfig)
+    workflows = Watcher("kubectl taskfsm list workflows --watch", context_kubeconfig)
+    try:
+        assert " ".join(tasks.next_line().split()) == "NAME PHASE REASON WORKFLOW MPE JOB AGE"
+        assert tasks.next_line().split()[:2] == ["first", "New"]
+        assert workflows.next_line().split()[:5] == [
+            "NAME",
+            "PHASE",
+            "REASON",
+            "CONDITIONS",
+            "TASKS",
+        ]
+        assert workflows.next_line().split()[:5] == ["wf", "New", "<none>", "1", "1"]
+        engine.create(objects.task("second", workflow_name="wf"))
+        assert tasks.until("second ").split()[:2] == [
+            "second",
+            "New",
+        ]
+        assert workflows.until("wf ").split()[:5] == [
+            "wf",
+            "New",
+            "<none>",
+            "2",
+            "2",
+        ]
+        client.CustomObjectsApi(engine.api.api_client).delete_namespaced_custom_object(
+            c.GROUP, c.VERSION, namespace, "tasks", "second"
+        )
+        deleted = tasks.until("second ")
+        assert deleted.split()[:2] == ["second", "Deleted"]
+    finally:
+        results = [watcher.interrupt() for watcher in (tasks, workflows)]
+    for code, err in results:
+        assert code == 0, err
+        assert "Traceback" not in err
+
+
+def test_get_workflow_watch_prints_its_tasks_as_they_change(
+    control_plane, engine, namespace, crds, context_kubeconfig
+):
+    """`get workflow/NAME -w` prints the Workflow and its Tasks, then a Task of it that
+    appears (under the Task header) and the Workflow's row with the new count (under the
+    Workflow header again); Tasks of other Workflows are not shown."""
+    engine.create(objects.workflow("wf"))
+    engine.create(objects.workflow("other"))
+    watcher = Watcher("kubectl taskfsm get workflow/wf -w", context_kubeconfig)
+    try:
+        assert watcher.next_line().split()[:2] == ["NAME", "PHASE"]
+        assert watcher.next_line().split()[:5] == ["wf", "New", "<none>", "0", "0"]
+        engine.create(objects.task("elsewhere", workflow_name="other"))
+        engine.create(objects.task("mine", workflow_name="wf"))
+        lines = [watcher.next_line() for _ in range(4)]
+        assert lines[0].split()[:4] == ["NAME", "PHASE", "REASON", "WORKFLOW"]
+        assert lines[1].split()[:2] == ["mine", "New"]
+        assert lines[2].split()[:2] == ["NAME", "PHASE"]
+        assert lines[3].split()[:5] == ["wf", "New", "<none>", "1", "1"]
+    finally:
+        code, err = watcher.interrupt()
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "elsewhere" not in "\n".join(lines)

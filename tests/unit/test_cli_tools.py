@@ -3,14 +3,16 @@ path from its Events or its status, the chart maps the page uses, and the UI's l
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from taskfsm import cli
+from taskfsm.api import constants as c
 from taskfsm.kube.rest import Rest
-from taskfsm.tools import explain, tasks
+from taskfsm.tools import explain, tasks, views, workflows
 from taskfsm.tools.ui import charts
 from taskfsm.tools.ui.live import LiveModel
 
@@ -215,3 +217,163 @@ def test_wait_timeout_refuses_other_text(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["wait", "t", "--timeout", "soon"])
     assert "not a duration: 'soon'" in capsys.readouterr().err
+
+
+# -- Workflows and --watch (taskfsm.tools.workflows, taskfsm.tools.views) ----------------------
+
+
+def named(obj: dict[str, Any], name: str, **meta: Any) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "name": name, **meta}}
+
+
+def workflow(phase: str = "", **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "wf", "namespace": "ns", "creationTimestamp": "2026-01-10T11:00:00Z"},
+        "status": {**({"phase": phase} if phase else {}), **status},
+    }
+
+
+def test_split_kind_reads_type_slash_name() -> None:
+    assert tasks.split_kind("workflow/wf") == ("Workflow", "wf")
+    assert tasks.split_kind("wf/wf") == ("Workflow", "wf")
+    assert tasks.split_kind("tasks/t") == ("Task", "t")
+    assert tasks.split_kind("t") == (None, "t")
+
+
+def test_wait_spec_names_the_kind_that_ended() -> None:
+    spec = tasks.WaitSpec("phase=Succeeded")
+    assert spec.hopeless(workflow("Failed"), "Workflow") == "the Workflow ended Failed"
+    assert spec.hopeless(workflow("AwaitingCompletion"), "Workflow") == ""
+    assert spec.hopeless(None, "Workflow") == "the Workflow was deleted"
+
+
+def test_workflow_row_counts_its_tasks_by_phase() -> None:
+    done = [{"type": "Complete", "status": "True", "reason": "AllTasksSucceeded"}]
+    wf = workflow("Succeeded", conditions=[*done, {"type": "Ready", "status": "False"}])
+    members = [
+        named(task(), "a"),
+        named(task("JobPending"), "b"),
+        named(task("Running"), "c"),
+        named(task("Succeeded"), "d"),
+        named(task("Failed"), "e"),
+    ]
+    other = {**task("Running"), "spec": {"workflowRef": {"name": "other"}}}
+    row = workflows.row(wf, workflows.tasks_of(wf, [*members, other]), now=NOW)
+    assert row == [
+        "wf",
+        "Succeeded",
+        "AllTasksSucceeded",
+        "Complete",
+        "5",
+        "2",
+        "1",
+        "1",
+        "1",
+        "60m",
+    ]
+    assert workflows.row(workflow(), [], now=NOW)[:4] == ["wf", "New", "", "<none>"]
+
+
+def tables(view: views.View, *events: tuple[str, str, dict[str, Any]]) -> list[str]:
+    """What a view prints for ``events`` after an empty start."""
+    out = io.StringIO()
+    objects = views.Objects()
+    printer = views.show(view, objects, out=out)
+    for kind, event, obj in events:
+        objects.apply(kind, event, obj)
+        printer.event(objects, kind, event, obj)
+    return out.getvalue().splitlines()
+
+
+def test_watch_prints_a_row_only_when_a_cell_other_than_age_changed() -> None:
+    view = views.TaskList("ns", None, {"Task": None})
+    objects = views.Objects()
+    objects.apply("Task", "ADDED", task("Running"))
+    out = io.StringIO()
+    printer = views.show(view, objects, out=out)
+    assert [line.split()[:2] for line in out.getvalue().splitlines()] == [
+        ["NAME", "PHASE"],
+        ["t", "Running"],
+    ]
+    touched = named(task("Running"), "t", resourceVersion="2")
+    for kind, event, obj in [
+        ("Task", "MODIFIED", touched),  # nothing shown changed: no row
+        ("Task", "MODIFIED", task("Succeeded")),
+        ("Task", "DELETED", task("Succeeded")),
+    ]:
+        objects.apply(kind, event, obj)
+        printer.event(objects, kind, event, obj)
+    assert [line.split()[:2] for line in out.getvalue().splitlines()[2:]] == [
+        ["t", "Succeeded"],
+        ["t", "Deleted"],
+    ]
+
+
+def test_watch_of_a_workflow_prints_its_row_when_its_tasks_change() -> None:
+    view = views.WorkflowList(None, None, {"Workflow": None, "Task": None})
+    lines = tables(
+        view,
+        ("Workflow", "ADDED", workflow("Running")),
+        ("Task", "ADDED", task("Running")),
+        ("Task", "ADDED", {**named(task(), "x"), "spec": {"workflowRef": {"name": "other"}}}),
+        ("Task", "MODIFIED", task("Succeeded")),
+    )
+    assert lines[0].split()[:2] == ["NAMESPACE", "NAME"]  # -A
+    cells = [line.split() for line in lines[1:]]
+    assert [c[:2] + c[4:9] for c in cells] == [
+        ["ns", "wf", "0", "0", "0", "0", "0"],
+        ["ns", "wf", "1", "0", "1", "0", "0"],
+        ["ns", "wf", "1", "0", "0", "1", "0"],
+    ]
+
+
+def test_get_watch_prints_each_kinds_header_when_the_rows_switch_kind() -> None:
+    view = views.Get("ns", None, {"Task": None, "Workflow": None}, workflows=["wf"])
+    lines = tables(
+        view,
+        ("Workflow", "ADDED", workflow()),
+        ("Task", "ADDED", task("Running")),
+        ("Task", "ADDED", named(task(), "u", namespace="ns")),
+    )
+    assert [line.split()[0] for line in lines] == [
+        "NAME",  # the Workflow's header: it appeared after the empty start
+        "wf",
+        "NAME",  # the Tasks' header
+        "t",
+        "NAME",  # the Workflow's again
+        "wf",
+        "NAME",
+        "u",
+        "NAME",
+        "wf",
+    ]
+    assert lines[2].split()[:4] == ["NAME", "PHASE", "REASON", "WORKFLOW"]
+
+
+def test_object_outputs_print_each_new_version_of_what_was_named() -> None:
+    view = views.Get("ns", "name", {"Task": None, "Workflow": None}, workflows=["wf"])
+    lines = tables(
+        view,
+        ("Workflow", "ADDED", named(workflow(), "wf", resourceVersion="1")),
+        ("Task", "ADDED", task("Running")),  # of wf, but not named: no object of its own
+        ("Workflow", "MODIFIED", named(workflow(), "wf", resourceVersion="1")),
+        ("Workflow", "MODIFIED", named(workflow("Running"), "wf", resourceVersion="2")),
+    )
+    assert lines == [f"workflow.{c.GROUP}/wf", f"workflow.{c.GROUP}/wf"]
+
+
+def test_workflow_logs_prefix_every_line_with_the_task() -> None:
+    sink = io.BytesIO()
+    prefixed = workflows.Prefixed(sink, "[a] ")
+    prefixed.write(b"one\ntw")
+    prefixed.write(b"o\nthree")
+    prefixed.flush()
+    assert sink.getvalue() == b"[a] one\n[a] two\n[a] three\n"
+
+
+def test_list_and_get_take_workflows_and_watch() -> None:
+    parser = cli.build_parser()
+    args = parser.parse_args(["list", "workflows", "-w"])
+    assert (cli.LIST_KINDS[args.kind], args.watch) == ("Workflow", True)
+    assert parser.parse_args(["list"]).kind == "tasks"
+    assert parser.parse_args(["get", "workflow/wf", "--watch"]).watch
