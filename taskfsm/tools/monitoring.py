@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = stale_files(args.root)
     if args.check:
         for path in stale:
-            print(f"stale: {path} (run `python -m taskfsm.tools.monitoring`)", file=sys.stderr)
+            print(f"stale: {path} (run `make generate`)", file=sys.stderr)
         return 1 if stale else 0
     for path, text in expected_files().items():
         if path in stale:
