@@ -34,6 +34,21 @@ lint: ## ruff (lint + format check), mypy --strict, import contracts
 	$(PY) -m mypy
 	.venv/bin/lint-imports
 
+# Every generator, in an order where each reads only what the ones before it wrote: the CRDs
+# before deploy/ (which copies them), the monitoring files before deploy/ (its kustomize
+# monitoring component embeds the dashboard and the rules). tests/unit/test_make_generate.py
+# checks that this list names every generator the freshness tests check.
+GENERATORS := \
+	taskfsm.build.patching.generate \
+	taskfsm.api.crdgen \
+	machines.diagrams.render \
+	taskfsm.flagdoc \
+	taskfsm.tools.monitoring \
+	taskfsm.tools.deploygen
+
+generate: ## regenerate every generated file: patch metadata, CRDs, lifecycle diagrams and doc blocks, flag table, alerts and dashboard, deploy/ (RBAC, chart, kustomize components)
+	@set -e; for module in $(GENERATORS); do echo "$(PY) -m $$module"; $(PY) -m $$module; done
+
 test-fast: ## run only the tests that need no control plane
 	$(PY) -m pytest -n $(FAST_WORKERS) -m "not integration"
 
@@ -44,4 +59,4 @@ bench: setup ## benchmark taskfsm run on a local control plane (first the flood 
 	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_ui.py
 
-.PHONY: help setup setup-test demo test image lint test-fast bench
+.PHONY: help setup setup-test demo test image lint generate test-fast bench

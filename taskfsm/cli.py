@@ -757,7 +757,8 @@ def build_parser(prog: str = "taskfsm") -> argparse.ArgumentParser:
         action="store_true",
         help="let metric labels name tenants' remote API servers and Job namespaces (one "
         "taskfsm_watch_healthy series per MediaProcessingEntity Job watch, the remote host of "
-        "rest_client_requests_total); without it they read jobs@main, jobs@remote and remote",
+        "rest_client_requests_total and rest_client_request_duration_seconds); without it they "
+        "read jobs@main, jobs@remote and remote",
     )
     run.add_argument(
         "--allow-kubeconfig-exec",

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = render(current)
     if check:
         if wanted != current:
-            print("stale: docs/operations.md (run `python -m taskfsm.flagdoc`)", file=sys.stderr)
+            print("stale: docs/operations.md (run `make generate`)", file=sys.stderr)
             return 1
         return 0
     if wanted != current:

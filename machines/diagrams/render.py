@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except FileNotFoundError as err:  # no docs page: stale by definition
                 stale.append(Path(err.filename or args.root / outputs.docs_path))
         for path in stale:
-            print(f"stale: {path} (run: python -m machines.diagrams.render)", file=sys.stderr)
+            print(f"stale: {path} (run `make generate`)", file=sys.stderr)
         return 1 if stale else 0
     for outputs in selected:
         for path in write_all(args.root, outputs):

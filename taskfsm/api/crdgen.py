@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = stale_files(args.out)
     if args.check:
         for name in stale:
-            print(f"stale: {args.out / name}", file=sys.stderr)
+            print(f"stale: {args.out / name} (run `make generate`)", file=sys.stderr)
         if stale:
             print(
                 "run `python -m taskfsm.api.crdgen` and commit taskfsm/api/crds/", file=sys.stderr

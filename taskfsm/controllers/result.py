@@ -29,6 +29,21 @@ class Result:
     worker retries it with a backoff capped in seconds, not minutes."""
     retry_after: float | None = None
     """The API server's ``Retry-After`` (seconds) on the failure: the retry waits at least that."""
+    panic: bool = False
+    """The reconcile raised an exception that is no answer of the API (a bug, a library error),
+    caught by the reconciler's entry point or by the worker: controller-runtime's recovered
+    panic, counted in ``controller_runtime_reconcile_panics_total``; retried like any error."""
+
+
+def internal_error(exc: BaseException) -> Result:
+    """The :class:`Result` of a reconcile that raised ``exc``: an error retried with backoff, a
+    panic unless ``exc`` is (or was caused by) a failure of the API."""
+    return Result(
+        error=f"internal error: {type(exc).__name__}: {exc}",
+        transient=is_transient(exc),
+        retry_after=retry_after_of(exc),
+        panic=api_failure(exc) is None,
+    )
 
 
 def api_failure(exc: BaseException | None) -> KubeError | None:

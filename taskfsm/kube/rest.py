@@ -13,7 +13,7 @@ the bearer token and its refresh hook), query parameters are encoded by the clie
 values, several times faster than the standard library's ``json``, whose decoding was 5 % of the
 CPU). Watches keep the client's path. Every request is
 reported to an observer (the ``rest_client_requests_total`` metric and per-test request
-counters).
+counters) and timed by a timer (``rest_client_request_duration_seconds``).
 
 Timeouts and retries live here, not in the HTTP client (whose own retries are off, see
 :mod:`taskfsm.kube.client`), so that every retry passes the write guard again and respects a
@@ -95,6 +95,10 @@ more seconds writing is allowed (connecting may take no longer) or raises
 Observer = Callable[[str, str, int], None]
 """Called after each request with (HTTP method, resource plural or ``plural/subresource``, code);
 code 0 means no response arrived."""
+
+Timer = Callable[[str, float], None]
+"""Called after each request with (HTTP method, seconds from sending it to its answer, or to its
+failure); a watch's answer is its response head, not the stream."""
 
 WatchStream = urllib3.BaseHTTPResponse
 """An open watch: the streaming urllib3 response, not yet read (see :meth:`Rest.watch`)."""
@@ -180,6 +184,7 @@ class Rest:
     Args:
         api_client: the configured ``kubernetes.client.ApiClient``.
         observer: request hook, see :data:`Observer`.
+        timer: request duration hook, see :data:`Timer`.
         timeout: default ``(connect, read)`` timeout in seconds.
         write_guard: see :data:`WriteGuard`; None lets every write through. May be set later
             (the controller sets it once leader election starts).
@@ -193,12 +198,14 @@ class Rest:
         api_client: client.ApiClient,
         *,
         observer: Observer | None = None,
+        timer: Timer | None = None,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         write_guard: WriteGuard | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api_client = api_client
         self.observer = observer
+        self.timer = timer
         self.timeout = timeout
         self.write_guard = write_guard
         self.sleep = sleep
@@ -464,6 +471,7 @@ class Rest:
     ) -> dict[str, Any] | WatchStream:
         """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`."""
         code = 0
+        started = time.monotonic()
         try:
             with api_errors():
                 try:
@@ -500,6 +508,8 @@ class Rest:
                 except urllib3.exceptions.ProtocolError as exc:
                     raise ConnectionDropped(f"connection dropped: {exc}") from None
         finally:
+            if self.timer is not None:
+                self.timer(verb or method, time.monotonic() - started)
             if self.observer is not None:
                 self.observer(verb or method, label, code)
 

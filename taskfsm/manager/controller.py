@@ -115,7 +115,7 @@ class Controller:
             if host != main_host:
                 # A remote cluster's address is a tenant's: a label only when the admin opts in.
                 host = remote_host_label(host, self.settings.metrics_tenant_labels)
-            return Rest(api, observer=self.metrics.request_observer(host))
+            return self._metered_rest(api, host)
 
         self.rest_factory = rest_factory or default_factory
         self.rest = self.rest_factory(api_client)
@@ -266,7 +266,7 @@ class Controller:
             identity = s.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
             host = self.api_client.configuration.host
             # The Lease's own Rest: its writes are the one thing the write gate lets through.
-            lease_rest = Rest(self.api_client, observer=self.metrics.request_observer(host))
+            lease_rest = self._metered_rest(self.api_client, host)
             self._lease_rest = lease_rest
             if self.ownership.bucketed:
                 self.elector = self.ownership.elector = BucketElector(
@@ -313,6 +313,12 @@ class Controller:
             self._start_workers()
         return self
 
+    def _metered_rest(self, api: ApiClient, host: str) -> Rest:
+        """A Rest whose requests count in ``rest_client_requests_total`` and are timed in
+        ``rest_client_request_duration_seconds``, labelled ``host``."""
+        metrics = self.metrics
+        return Rest(api, observer=metrics.request_observer(host), timer=metrics.request_timer(host))
+
     def _start_workers(self) -> None:
         if self._stop_requested.is_set():
             return
@@ -330,14 +336,22 @@ class Controller:
         # it quietly and is woken by the MPE reconcile (taskfsm.controllers.clusters.waiters),
         # not by a timeout. The MPE worker runs whatever --controllers says: the Tasks need the
         # clients.
-        self._spawn(self._mpe_worker, "mpe-worker")
+        self._spawn_workers(self._mpe_worker, MPE_CONTROLLER, "mpe-worker", 1)
         enabled = self.settings.controllers
         if "task" in enabled:
-            for i in range(self.settings.workers):
-                self._spawn(self._task_worker, f"task-worker-{i}")
+            self._spawn_workers(self._task_worker, CONTROLLER, "task-worker", self.settings.workers)
             self._spawn(self._orphan_sweeper, "orphan-sweeper")
         if "workflow" in enabled:
-            self._spawn(self._workflow_worker, "workflow-worker-0")
+            self._spawn_workers(self._workflow_worker, WORKFLOW_CONTROLLER, "workflow-worker", 1)
+
+    def _spawn_workers(
+        self, target: Callable[[], None], controller: str, name: str, count: int
+    ) -> None:
+        """Start ``count`` workers of ``controller`` (threads ``<name>-<i>``) and publish their
+        number (``controller_runtime_max_concurrent_reconciles``)."""
+        self.metrics.controller_series(controller, count)
+        for i in range(count):
+            self._spawn(target, f"{name}-{i}")
 
     # -- ownership -------------------------------------------------------------------------------
 

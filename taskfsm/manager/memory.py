@@ -9,7 +9,8 @@ instead of returning it, and by default gives threads that allocate at the same 
 (arenas) of their own, up to 8 per core, each with its own free memory.
 
 * :func:`limit_arenas` caps the heaps at :data:`ARENAS` before any thread starts, so what one
-  thread freed is reused by the others instead of sitting in a heap of its own;
+  thread freed is reused by the others instead of sitting in a heap of its own; an operator's
+  ``MALLOC_ARENA_MAX`` in the container's environment (which glibc applied at start) wins;
 * :func:`settle_after_start` runs a daemon thread that calls ``malloc_trim(0)`` (the free pages
   of every heap go back to the kernel, ``madvise``; a page needed later comes back on demand)
   once the work queues have been empty and every worker idle for :data:`QUIET_SECONDS`: after
@@ -25,9 +26,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -68,13 +70,20 @@ M_ARENA_MAX = -8
 ARENAS = 2
 """The arenas the controller allows itself (glibc's default is 8 per core)."""
 
+ARENA_ENV = "MALLOC_ARENA_MAX"
+"""glibc's environment variable for the same cap: set, it is the operator's choice and wins."""
 
-def limit_arenas(arenas: int = ARENAS) -> bool:
+
+def limit_arenas(arenas: int = ARENAS, environ: Mapping[str, str] = os.environ) -> bool:
     """Cap glibc's heaps at ``arenas`` (call before threads start); False where the C library
-    has no ``mallopt``. With the default, every thread that allocates while another holds the
-    main heap's lock gets a heap of its own, up to 8 per core; each keeps its own free memory,
-    and a controller whose 16 workers and a dozen watch threads all allocate ends up with many
-    half-empty heaps (docs/performance.md, "Memory levers")."""
+    has no ``mallopt``, and False without touching the cap when ``environ`` sets
+    ``MALLOC_ARENA_MAX`` (glibc read it at start: the operator's value stays). With glibc's
+    default, every thread that allocates while another holds the main heap's lock gets a heap of
+    its own, up to 8 per core; each keeps its own free memory, and a controller whose 16 workers
+    and a dozen watch threads all allocate ends up with many half-empty heaps
+    (docs/performance.md, "Memory levers")."""
+    if environ.get(ARENA_ENV, "").strip():
+        return False
     name = ctypes.util.find_library("c")
     if not name:
         return False

@@ -9,6 +9,11 @@ registry). Series:
 ``controller_runtime_reconcile_errors_total{controller}``  passes that ended in an error
 ``controller_runtime_reconcile_time_seconds{controller}``  pass duration histogram
 ``controller_runtime_active_workers{controller}``          workers inside a pass
+``controller_runtime_max_concurrent_reconciles{controller}``  workers of the controller
+``controller_runtime_reconcile_panics_total{controller}``  passes that raised an unexpected
+                                                           exception (retried as errors)
+``controller_runtime_terminal_reconcile_errors_total{...}``  errors not retried: always 0,
+                                                           taskfsm retries every error
 ``workqueue_depth{name,controller}``                       keys waiting
 ``workqueue_adds_total{name,controller}``                  keys added (after de-duplication)
 ``workqueue_retries_total{name,controller}``               rate-limited re-adds
@@ -19,12 +24,13 @@ registry). Series:
 ``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer;
                                                            host of a remote cluster: ``remote``
                                                            unless tenant labels are opted in)
+``rest_client_request_duration_seconds{verb,host}``        request latency histogram (client-go's
+                                                           buckets; host as above)
 ``taskfsm_workqueue_namespace_depth{controller,namespace}``  keys waiting, by namespace: the
                                                            10 deepest namespaces (their rank
                                                            ``#1``... unless tenant labels are
                                                            opted in), the rest summed as
                                                            ``namespace="(other)"``
-``rest_client_requests_total{code,method,host}``           requests by HTTP status (0: no answer)
 ``leader_election_master_status{name}``                    1 while this replica leads (with
                                                            buckets: per bucket Lease it holds)
 ``taskfsm_buckets_held``                                   bucket Leases this replica holds
@@ -69,6 +75,8 @@ RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
 QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
 """controller-runtime's work-queue buckets: 10 ns to 1,000 s, a factor of 10 apart."""
+REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
+"""client-go's ``rest_client_request_duration_seconds`` buckets: 5 ms to 60 s."""
 QUEUE_LABELS = ("name", "controller")
 JOB_WATCHES_MAIN = "jobs@main"
 """``taskfsm_watch_healthy``'s resource for MediaProcessingEntities' Job watches in the
@@ -76,7 +84,7 @@ controller's own cluster, all in one series (their namespaces are tenants')."""
 JOB_WATCHES_REMOTE = "jobs@remote"
 """... and for those in remote clusters (whose addresses are tenants')."""
 REMOTE_HOST = "remote"
-"""``rest_client_requests_total``'s host for every remote cluster."""
+"""The ``rest_client_*`` series' host for every remote cluster."""
 
 
 def job_watch_health(
@@ -96,7 +104,8 @@ def job_watch_health(
 
 
 def remote_host_label(host: str, tenant_labels: bool) -> str:
-    """``rest_client_requests_total``'s host for a remote cluster at ``host``."""
+    """The host label (``rest_client_requests_total``, ``rest_client_request_duration_seconds``)
+    of a remote cluster at ``host``."""
     return host if tenant_labels else REMOTE_HOST
 
 
@@ -238,6 +247,26 @@ class Metrics:
             ["controller"],
             registry=r,
         )
+        self.max_concurrent_reconciles = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Workers of the controller (--workers for the Task controller, 1 for the others).",
+            ["controller"],
+            registry=r,
+        )
+        self.reconcile_panics = Counter(
+            "controller_runtime_reconcile_panics_total",
+            "Reconcile passes that raised an unexpected exception (a bug, not an answer of the "
+            "API); counted as errors too and retried with backoff.",
+            ["controller"],
+            registry=r,
+        )
+        self.terminal_reconcile_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Reconcile errors not retried; always 0: taskfsm retries every error with backoff, "
+            "and what can never succeed ends in a Failed phase, not an error.",
+            ["controller"],
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "workqueue_depth",
             "Keys waiting in the work queue for a worker.",
@@ -281,6 +310,15 @@ class Metrics:
             ["code", "method", "host"],
             registry=r,
         )
+        self.rest_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Seconds from sending an API request to its answer (a watch: to its response head), "
+            "by HTTP verb and API server (a remote cluster's: remote, unless "
+            "--metrics-tenant-labels).",
+            ["verb", "host"],
+            buckets=REST_BUCKETS,
+            registry=r,
+        )
         self.leader = Gauge(
             "leader_election_master_status",
             "1 while this replica does the work (holds the Lease, or runs without election); with "
@@ -315,7 +353,7 @@ class Metrics:
         self.build_info.labels(__version__).set(1)
         for result in ("success", "error", "requeue_after"):
             self.reconcile_total.labels(CONTROLLER, result)
-        self.reconcile_errors.labels(CONTROLLER)
+        self.controller_series(CONTROLLER)
         self.queue_depth.labels(CONTROLLER, CONTROLLER)
         self.queue_adds.labels(CONTROLLER, CONTROLLER)
         self.queue_retries.labels(CONTROLLER, CONTROLLER)
@@ -327,6 +365,16 @@ class Metrics:
         r.register(_MemoryLimit())
         GCCollector(registry=r)
         PlatformCollector(registry=r)
+
+    def controller_series(self, controller: str, workers: int | None = None) -> None:
+        """Create ``controller``'s error, panic and terminal-error series at 0 (a rate over
+        them reads 0, not "no data"), and with ``workers`` set its
+        ``controller_runtime_max_concurrent_reconciles``."""
+        self.reconcile_errors.labels(controller)
+        self.reconcile_panics.labels(controller)
+        self.terminal_reconcile_errors.labels(controller)
+        if workers is not None:
+            self.max_concurrent_reconciles.labels(controller).set(workers)
 
     def name_tenants(self, named: bool) -> None:
         """Label series with tenants' namespaces (``--metrics-tenant-labels``), not their ranks."""
@@ -380,7 +428,20 @@ class Metrics:
         """A :data:`taskfsm.kube.rest.Observer` counting into ``rest_client_requests_total``."""
 
         def observe(method: str, _resource: str, code: int) -> None:
-            verb = {"LIST": "GET", "WATCH": "GET"}.get(method, method)
-            self.rest_requests.labels(str(code), verb, host).inc()
+            self.rest_requests.labels(str(code), http_verb(method), host).inc()
 
         return observe
+
+    def request_timer(self, host: str) -> Callable[[str, float], None]:
+        """A :data:`taskfsm.kube.rest.Timer` observing ``rest_client_request_duration_seconds``;
+        ``host`` as for :meth:`request_observer` (a remote cluster's only with tenant labels)."""
+
+        def observe(method: str, seconds: float) -> None:
+            self.rest_duration.labels(http_verb(method), host).observe(seconds)
+
+        return observe
+
+
+def http_verb(method: str) -> str:
+    """The ``method``/``verb`` label of a request: its HTTP method (a LIST or WATCH is a GET)."""
+    return {"LIST": "GET", "WATCH": "GET"}.get(method, method)

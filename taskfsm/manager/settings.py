@@ -100,7 +100,8 @@ class Settings:
     metrics_tenant_labels: bool = False
     """Let metric labels name tenants' remote API servers and namespaces (the ``resource`` of
     each MediaProcessingEntity Job watch in ``taskfsm_watch_healthy``, the ``host`` of remote
-    clusters in ``rest_client_requests_total``); False: ``jobs@main``/``jobs@remote`` and
+    clusters in ``rest_client_requests_total`` and ``rest_client_request_duration_seconds``);
+    False: ``jobs@main``/``jobs@remote`` and
     ``remote`` instead (docs/security.md, "Endpoints")."""
     kubeconfig_policy: KubeconfigPolicy = STRICT_KUBECONFIGS
     """What ClusterMediaProcessingEntities' kubeconfigs may hold beyond the allow-list of

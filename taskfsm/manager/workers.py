@@ -6,6 +6,12 @@ ownership`), inside the key's bucket (its writes gated by that bucket's Lease), 
 reconcile metrics, and requeues: an error with a per-key backoff (capped at
 ``--api-error-max-backoff`` for failures of the API, never sooner than a ``Retry-After``),
 otherwise after ``requeue_after`` or only on the next event.
+
+A reconcile that raises anyway (its entry point is meant never to) is controller-runtime's
+recovered panic: logged with its traceback, counted in ``controller_runtime_reconcile_panics_total``
+(as are the unexpected exceptions the reconcilers catch themselves, :attr:`Result.panic`) and
+retried as an error; the worker lives on. taskfsm has no terminal (never retried) errors:
+``controller_runtime_terminal_reconcile_errors_total`` stays 0.
 """
 
 from __future__ import annotations
@@ -15,10 +21,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
-from taskfsm.controllers.result import Result
+from taskfsm.controllers.result import Result, internal_error
 from taskfsm.manager import logs
 from taskfsm.manager.metrics import Metrics
 from taskfsm.manager.ownership import Ownership
@@ -37,7 +43,7 @@ class Worker:
 
     Attributes:
         queue: where its keys wait.
-        reconcile: the reconciler's entry point (never raises).
+        reconcile: the reconciler's entry point (meant never to raise; see the module).
         controller: the ``controller`` label of its metrics.
         bucket_of_key: the bucket whose Lease gates a key's writes (None: the one Lease, or
             none).
@@ -89,7 +95,7 @@ def run(
         started = time.monotonic()
         try:
             with ownership.scope_bucket(bucket):
-                result = worker.reconcile(key)
+                result = _reconcile(worker, key)
             m.reconcile_time.labels(controller).observe(time.monotonic() - started)
             outcome = (
                 "error"
@@ -97,6 +103,8 @@ def run(
                 else ("requeue_after" if result.requeue_after else "success")
             )
             m.reconcile_total.labels(controller, outcome).inc()
+            if result.panic:
+                m.reconcile_panics.labels(controller).inc()
             if result.error:
                 m.reconcile_errors.labels(controller).inc()
                 cap = api_error_max_backoff if result.transient else None
@@ -109,3 +117,12 @@ def run(
             logs.clear()
             m.active_workers.labels(controller).dec()
             queue.done(key)
+
+
+def _reconcile(worker: Worker, key: str) -> Result:
+    """``worker.reconcile(key)``; an exception it raises becomes a panic's error :class:`Result`."""
+    try:
+        return worker.reconcile(key)
+    except Exception as exc:  # a bug: the worker must live on, and the key be retried
+        log.exception("reconcile raised", extra={"controller": worker.controller})
+        return replace(internal_error(exc), panic=True)

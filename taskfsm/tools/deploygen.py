@@ -632,9 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = stale_files()
     if args.check:
         for name in stale:
-            print(
-                f"stale: deploy/{name} (run `python -m taskfsm.tools.deploygen`)", file=sys.stderr
-            )
+            print(f"stale: deploy/{name} (run `make generate`)", file=sys.stderr)
         return 1 if stale else 0
     for name, text in expected_files().items():
         if name in stale:

@@ -383,6 +383,9 @@ PANELS: Final[dict[str, tuple[str, str]]] = {
     "controller_runtime_reconcile_errors": ("Failed reconciles per second", "short"),
     "controller_runtime_reconcile_time_seconds": ("How long a reconcile takes", "s"),
     "controller_runtime_active_workers": ("Workers busy reconciling", "short"),
+    "controller_runtime_max_concurrent_reconciles": ("Workers per controller", "short"),
+    "controller_runtime_reconcile_panics": ("Reconciles raising an exception per second", "short"),
+    "controller_runtime_terminal_reconcile_errors": ("Errors not retried per second", "short"),
     "workqueue_depth": ("Keys waiting for a worker", "short"),
     "taskfsm_workqueue_namespace_depth": ("Keys waiting, by namespace (the deepest)", "short"),
     "workqueue_adds": ("Keys added to the work queues per second", "short"),
@@ -392,6 +395,7 @@ PANELS: Final[dict[str, tuple[str, str]]] = {
     "workqueue_unfinished_work_seconds": ("Work in progress: seconds, summed", "s"),
     "workqueue_longest_running_processor_seconds": ("Longest-running reconcile now", "s"),
     "rest_client_requests": ("API requests per second, by status code", "short"),
+    "rest_client_request_duration_seconds": ("How long an API request takes", "s"),
     "leader_election_master_status": ("Leases held, per replica", "short"),
     "taskfsm_buckets_held": ("Bucket Leases held, per replica", "short"),
     "taskfsm_bucket_handovers": ("Bucket handovers per second", "short"),
@@ -638,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = stale_files(args.root)
     if args.check:
         for path in stale:
-            print(f"stale: {path} (run `python -m taskfsm.tools.monitoring`)", file=sys.stderr)
+            print(f"stale: {path} (run `make generate`)", file=sys.stderr)
         return 1 if stale else 0
     for path, text in expected_files().items():
         if path in stale:

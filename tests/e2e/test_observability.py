@@ -14,6 +14,9 @@ EXPECTED_SERIES = (
     "controller_runtime_reconcile_time_seconds_bucket",
     "controller_runtime_reconcile_time_seconds_count",
     "controller_runtime_active_workers",
+    "controller_runtime_max_concurrent_reconciles",
+    "controller_runtime_reconcile_panics_total",
+    "controller_runtime_terminal_reconcile_errors_total",
     "workqueue_depth",
     "workqueue_adds_total",
     "workqueue_retries_total",
@@ -22,6 +25,7 @@ EXPECTED_SERIES = (
     "workqueue_unfinished_work_seconds",
     "workqueue_longest_running_processor_seconds",
     "rest_client_requests_total",
+    "rest_client_request_duration_seconds_bucket",
     "leader_election_master_status",
     "taskfsm_tasks",
     "taskfsm_task_job_creation_seconds_bucket",
@@ -73,6 +77,13 @@ def test_metrics_endpoint_shows_the_expected_series(cluster, kubelet, start_cont
         proc.metric("rest_client_requests_total", code="201", method="POST") >= 4
     )  # 2 Jobs + 2 Secrets
     assert proc.metric("rest_client_requests_total", method="GET") >= 1
+    assert proc.metric("rest_client_request_duration_seconds_count", verb="POST") >= 4
+    for controller in ("workflow", "mediaprocessingentity"):
+        assert (
+            proc.metric("controller_runtime_max_concurrent_reconciles", controller=controller) == 1
+        )
+    assert proc.metric("controller_runtime_reconcile_panics_total") == 0
+    assert proc.metric("controller_runtime_terminal_reconcile_errors_total") == 0
     assert proc.metric("leader_election_master_status") == 1  # no election: this replica works
     assert proc.metric("taskfsm_tasks", phase="Failed") == 1
     assert proc.metric("taskfsm_tasks", phase="Running") == 0

@@ -269,6 +269,21 @@ def test_finished_ttl_value_becomes_the_flag():
     assert "/finishedTTL" in proc.stderr
 
 
+def test_extra_env_reaches_the_container_so_an_operators_malloc_arena_max_wins():
+    """`extraEnv` entries follow POD_NAMESPACE in the controller's env (none by default, so the
+    controller's own cap of 2 glibc heaps applies; a MALLOC_ARENA_MAX set here replaces it,
+    taskfsm/manager/memory.py)."""
+
+    def env(*args: str) -> list[dict[str, Any]]:
+        deployment = by_kind(render(*args))[("Deployment", "taskfsm-controller")]
+        return deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+
+    assert [e["name"] for e in env()] == ["POD_NAMESPACE"]
+    assert env("--set", "extraEnv[0].name=MALLOC_ARENA_MAX", "--set-string", "extraEnv[0].value=4")[
+        1:
+    ] == [{"name": "MALLOC_ARENA_MAX", "value": "4"}]
+
+
 def test_prometheus_rule_selects_the_release_scrape_job():
     """With metrics.prometheusRule.enabled every alert selects the job a ServiceMonitor gives
     this release's metrics Service (`<prefix>-controller-metrics`), or jobSelector when set."""

@@ -23,4 +23,4 @@ def assert_fresh(path: Path, fresh: str, command: str) -> None:
             n=1,
         )
     )
-    pytest.fail(f"{path} is stale; run: {command}\n{diff}")
+    pytest.fail(f"{path} is stale; run `make generate` ({command} writes it)\n{diff}")

@@ -53,7 +53,7 @@ def test_flag_table_is_generated_from_the_parser_and_current():
     """docs/operations.md's `taskfsm run` flag table is what `python -m taskfsm.flagdoc` writes
     from the parser: every option once, with the default the parser has."""
     text = (ROOT / "docs" / "operations.md").read_text()
-    assert flagdoc.render(text) == text, "stale: run `python -m taskfsm.flagdoc`"
+    assert flagdoc.render(text) == text, "stale: run `make generate`"
     table = text.split(flagdoc.BEGIN, 1)[1].split(flagdoc.END, 1)[0]
     flags = RUN_FLAG.findall(table)
     assert sorted(flags) == sorted(subcommands()["run"] - {"-h", "--help"})

@@ -6,10 +6,8 @@ from taskfsm.tools import deploygen, rbac
 
 
 def test_deploy_files_are_fresh():
-    """Regenerating deploy/ changes nothing (run `python -m taskfsm.tools.deploygen` if this fails)."""
-    assert deploygen.stale_files() == [], (
-        "stale deploy/ files: run `python -m taskfsm.tools.deploygen`"
-    )
+    """Regenerating deploy/ changes nothing (run `make generate` if this fails)."""
+    assert deploygen.stale_files() == [], "stale deploy/ files: run `make generate`"
 
 
 def test_every_rule_says_why_and_has_verbs():

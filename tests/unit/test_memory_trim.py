@@ -82,7 +82,19 @@ def test_glibc_trim_is_found_and_runs():
 
 
 def test_glibc_heaps_can_be_capped():
-    assert memory.limit_arenas(memory.ARENAS)  # mallopt accepted M_ARENA_MAX (glibc)
+    assert memory.limit_arenas(memory.ARENAS, environ={})  # mallopt accepted M_ARENA_MAX (glibc)
+
+
+def test_an_operators_malloc_arena_max_wins(monkeypatch):
+    """MALLOC_ARENA_MAX in the environment (the Pod's env, chart value extraEnv) is the
+    operator's choice: the controller's own cap is not applied over it (mallopt is not called);
+    an empty value counts as unset."""
+    calls = []
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: calls.append(name))
+    assert memory.limit_arenas(environ={"MALLOC_ARENA_MAX": "4"}) is False
+    assert calls == []
+    memory.limit_arenas(environ={"MALLOC_ARENA_MAX": ""})
+    assert len(calls) == 1  # unset: the default cap is applied
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ def alert_names() -> list[str]:
 def test_generated_files_are_fresh() -> None:
     """The committed rules, PrometheusRule, dashboard and chart file equal what the generator
     writes from the current metric definitions (`python -m taskfsm.tools.monitoring`)."""
-    assert monitoring.stale_files() == []
+    assert monitoring.stale_files() == [], "stale: run `make generate`"
     assert monitoring.main(["--check"]) == 0
 
 
@@ -85,6 +85,9 @@ def test_metric_definitions_are_the_controllers() -> None:
         "controller_runtime_reconcile_errors_total": ("counter", ("controller",)),
         "controller_runtime_reconcile_time_seconds": ("histogram", ("controller",)),
         "controller_runtime_active_workers": ("gauge", ("controller",)),
+        "controller_runtime_max_concurrent_reconciles": ("gauge", ("controller",)),
+        "controller_runtime_reconcile_panics_total": ("counter", ("controller",)),
+        "controller_runtime_terminal_reconcile_errors_total": ("counter", ("controller",)),
         "workqueue_depth": ("gauge", ("name", "controller")),
         "workqueue_adds_total": ("counter", ("name", "controller")),
         "workqueue_retries_total": ("counter", ("name", "controller")),
@@ -94,6 +97,7 @@ def test_metric_definitions_are_the_controllers() -> None:
         "workqueue_longest_running_processor_seconds": ("gauge", ("name", "controller")),
         "taskfsm_workqueue_namespace_depth": ("gauge", ("controller", "namespace")),
         "rest_client_requests_total": ("counter", ("code", "method", "host")),
+        "rest_client_request_duration_seconds": ("histogram", ("verb", "host")),
         "leader_election_master_status": ("gauge", ("name",)),
         "taskfsm_buckets_held": ("gauge", ()),
         "taskfsm_bucket_handovers_total": ("counter", ("event",)),

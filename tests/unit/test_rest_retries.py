@@ -146,6 +146,16 @@ def test_retry_after_is_waited_for_then_retried(
     assert [code for _, _, code in rec.observed] == [429, 503, 200]
 
 
+def test_every_attempt_is_timed(server: Server, api: client.ApiClient, rec: Recorder):
+    """The timer (``rest_client_request_duration_seconds``) gets each attempt's HTTP method and
+    its duration, the refused ones as well."""
+    server.script = [busy("1")]
+    timed: list[tuple[str, float]] = []
+    make_rest(api, rec, timer=lambda *row: timed.append(row)).get(LEASES, "ns", "l")
+    assert [method for method, _ in timed] == ["GET", "GET"]
+    assert all(0 <= seconds < 10 for _, seconds in timed)
+
+
 def test_a_retry_after_beyond_the_budget_is_left_to_the_caller(
     server: Server, api: client.ApiClient, rec: Recorder
 ):

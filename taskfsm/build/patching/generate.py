@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     current = args.output.read_text(encoding="utf-8") if args.output.exists() else None
     if args.check:
         if current != content:
-            print(f"{args.output} is stale; run `{REGENERATE_COMMAND}`", file=sys.stderr)
+            print(f"{args.output} is stale; run `make generate`", file=sys.stderr)
             return 1
         return 0
     if current != content:

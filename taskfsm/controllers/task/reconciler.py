@@ -33,7 +33,7 @@ from taskfsm import defaults
 from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import MpeKey, key_of_ref
 from taskfsm.controllers.clusters.registry import MpeRegistry
-from taskfsm.controllers.result import AT_ONCE, Result, is_transient, retry_after_of
+from taskfsm.controllers.result import AT_ONCE, Result, internal_error, is_transient
 from taskfsm.controllers.task.effects import TaskEffects
 from taskfsm.controllers.task.inputs import JobSettings
 from taskfsm.controllers.task.jobsite import JobSite
@@ -127,11 +127,7 @@ class TaskReconciler:
                 log.warning("reconcile failed", extra={"task": key, "error": str(exc)})
             else:
                 log.exception("reconcile failed", extra={"task": key})
-            return Result(
-                error=f"internal error: {type(exc).__name__}: {exc}",
-                transient=is_transient(exc),
-                retry_after=retry_after_of(exc),
-            )
+            return internal_error(exc)
 
     def _reconcile(self, key: str) -> Result:
         namespace, name = key.split("/", 1)

@@ -39,7 +39,7 @@ from machines.workflow.driver import WorkflowPassOutcome, WorkflowReconcileOutco
 from machines.workflow.observation import WorkflowObservation
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
-from taskfsm.controllers.result import AT_ONCE, Result, is_conflict, is_transient, retry_after_of
+from taskfsm.controllers.result import AT_ONCE, Result, internal_error, is_conflict
 from taskfsm.controllers.workflow.effects import COUNTERS, WorkflowEffects
 from taskfsm.controllers.workflow.store import WorkflowStore, WorkflowWork
 from taskfsm.controllers.workflow.tasks import (
@@ -108,11 +108,7 @@ class WorkflowReconciler:
             return self._reconcile(key)
         except Exception as exc:  # a bug or an API failure outside the machine: retry later
             log.exception("workflow reconcile failed", extra={"workflow": key})
-            return Result(
-                error=f"internal error: {type(exc).__name__}: {exc}",
-                transient=is_transient(exc),
-                retry_after=retry_after_of(exc),
-            )
+            return internal_error(exc)
 
     def _reconcile(self, key: str) -> Result:
         namespace, name = key.split("/", 1)

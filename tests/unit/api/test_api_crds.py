@@ -28,7 +28,7 @@ def test_committed_crd_files_are_fresh() -> None:
     stale = crdgen.stale_files()
     assert not stale, (
         f"taskfsm/api/crds/ is out of date with the models ({', '.join(stale)}): "
-        "run `.venv/bin/python -m taskfsm.api.crdgen` and commit taskfsm/api/crds/"
+        "run `make generate` and commit taskfsm/api/crds/"
     )
 
 

@@ -21,7 +21,7 @@ def test_committed_patch_meta_matches_regeneration():
         pytest.fail(f"cannot verify taskfsm/build/patching/patch_meta.json: {exc}", pytrace=False)
     committed = generate.META_PATH.read_text(encoding="utf-8")
     assert fresh == committed, (
-        f"taskfsm/build/patching/patch_meta.json is stale; run `{generate.REGENERATE_COMMAND}` and commit the result"
+        "taskfsm/build/patching/patch_meta.json is stale; run `make generate` and commit the result"
     )
 
 
