@@ -89,7 +89,7 @@ class ControllerProcess:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self, *, wait_ready: bool = True, timeout: float = 60.0) -> ControllerProcess:
+    def start(self, *, wait_ready: bool = True, timeout: float = 120.0) -> ControllerProcess:
         """Start the process; with ``wait_ready`` return once ``/readyz`` answers 200."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("KUBECONFIG", None)
@@ -175,7 +175,7 @@ class ControllerProcess:
         except (urllib.error.URLError, OSError) as exc:
             return 0, str(exc)
 
-    def wait_ready(self, timeout: float = 60.0) -> None:
+    def wait_ready(self, timeout: float = 120.0) -> None:
         """Wait until ``/readyz`` answers 200; raise with the log tail if the process exits
         first."""
         deadline = time.monotonic() + timeout

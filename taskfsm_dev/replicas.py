@@ -112,6 +112,18 @@ def bucket_holders(rest: Rest, namespace: str, buckets: int) -> list[str]:
     ]
 
 
+def acquired_at(rest: Rest, namespace: str, buckets: int, indices: Sequence[int]) -> float:
+    """The latest ``acquireTime`` (seconds since the epoch) of the bucket Leases ``indices``: when
+    their current holders took them, as the holders wrote it (no test polling delay in it)."""
+    leases = {lease["metadata"]["name"]: lease for lease in rest.list(LEASES, namespace)["items"]}
+    return max(
+        datetime.fromisoformat(
+            leases[bucket_lease_name(i, buckets)]["spec"]["acquireTime"].replace("Z", "+00:00")
+        ).timestamp()
+        for i in indices
+    )
+
+
 def held_by(proc: ControllerProcess) -> float | None:
     """The replica's ``taskfsm_buckets_held``; None when it does not answer."""
     if not proc.running:

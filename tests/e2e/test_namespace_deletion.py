@@ -116,7 +116,7 @@ def delete_round(
     assert children(rest, None, namespace) == [], round_
     wait_for(
         lambda: children(remote_rest, remote_ns, namespace) == [],
-        timeout=30,
+        timeout=90,  # a bound for a loaded machine; a quiet one takes seconds
         what=f"{round_}: the remote cluster's Jobs and Secrets of {namespace} gone",
     )
     return took

@@ -162,7 +162,7 @@ def test_back_to_back_delete_and_strip_with_the_controller_connected(
     for name in names:
         wait_for(
             lambda name=name: children(cluster.rest, namespace, name) == [],
-            timeout=60,
+            timeout=120,  # a bound for a loaded machine; a quiet one takes seconds
             what=f"{name}'s children gone",
         )
     for name in names:
