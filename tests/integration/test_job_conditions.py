@@ -175,9 +175,7 @@ def tapped(controller_factory):
 
 
 @pytest.mark.parametrize("steps", list(CASES.values()), ids=list(CASES))
-def test_f8_job_conditions_map_to_task_phase(
-    steps, tapped, engine, probe, namespace, server_minor
-):
+def test_f8_job_conditions_map_to_task_phase(steps, tapped, engine, probe, namespace, server_minor):
     """F8: each Job condition combination, read by type, gives the expected Task phase (before
     1.31, with ``Complete`` for ``SuccessCriteriaMet``)."""
     ctl, tap = tapped
