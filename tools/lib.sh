@@ -3,6 +3,8 @@
 #
 #   require_go NAME GO_MOD     exit 1 unless `go` exists and is at least the `go` line of GO_MOD
 #                              (the builds run with GOTOOLCHAIN=local: no toolchain download)
+#   require_module NAME GO_MOD MODULE VERSION
+#                              exit 1 unless GO_MOD requires MODULE at VERSION (the script's pin)
 #   with_progress NAME USUALLY CMD...
 #                              run CMD, printing "NAME: still building (N s; usually USUALLY)"
 #                              to stderr every $TASKFSM_PROGRESS_SECONDS (default 30) seconds
@@ -33,6 +35,10 @@ require_go() {
     echo "$name: go $have is too old: $2 needs go >= $want (the build uses GOTOOLCHAIN=local and downloads no toolchain)" >&2
     exit 1
   fi
+}
+
+require_module() {
+  grep -q "$3 $4" "$2" || { echo "$1: $2 does not require $3 $4" >&2; exit 1; }
 }
 
 with_progress() {

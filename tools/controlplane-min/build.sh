@@ -13,8 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 K8S_VERSION=v1.30.14
-grep -q "k8s.io/kubernetes $K8S_VERSION" "$here/go.mod" \
-  || { echo "controlplane-min: go.mod does not require k8s.io/kubernetes $K8S_VERSION" >&2; exit 1; }
+require_module controlplane-min "$here/go.mod" k8s.io/kubernetes "$K8S_VERSION"
 
 main=$(env -u KUBEBUILDER_ASSETS bash "$here/../controlplane/build.sh" | tail -n 1)
 cache_root=${TASKFSM_CONTROLPLANE_CACHE:-/var/cache/taskfsm-controlplane}

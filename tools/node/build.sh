@@ -13,8 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 K8S_VERSION=v1.35.4
-grep -q "k8s.io/kubernetes $K8S_VERSION" "$here/go.mod" \
-  || { echo "node: go.mod does not require k8s.io/kubernetes $K8S_VERSION" >&2; exit 1; }
+require_module node "$here/go.mod" k8s.io/kubernetes "$K8S_VERSION"
 
 cache_root=${TASKFSM_NODE_CACHE:-/var/cache/taskfsm-node}
 k8s_build node "$here" "$K8S_VERSION" \
