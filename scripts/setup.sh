@@ -7,7 +7,8 @@
 #   scripts/setup.sh test     `make test`: the above, then mmdebstrap, skopeo, podman, and the real
 #                             node's containerd, runc, CNI plugins, conntrack, iptables (Debian),
 #                             helm, the Kueue manager, promtool, the node's kubelet, kube-proxy and
-#                             kube-scheduler (tools/*/build.sh) and the image's root filesystem
+#                             kube-scheduler, the control plane at the oldest supported
+#                             Kubernetes (tools/*/build.sh) and the image's root filesystem
 #                             (tests/support/image.py). The tests would build each of
 #                             these on first use too; building them first keeps the build time
 #                             out of the tests' timeouts.
@@ -109,6 +110,9 @@ if [ "$purpose" = test ]; then
   step=$(date +%s)
   say "real node: kubelet, kube-proxy, kube-scheduler, the workload program (tools/node/build.sh; cached in ${TASKFSM_NODE_CACHE:-/var/cache/taskfsm-node})"
   say "real node in $(tools/node/build.sh) ($(elapsed "$step"))"
+  step=$(date +%s)
+  say "control plane at the oldest supported Kubernetes: kube-apiserver, kube-controller-manager v1.30.14 (tools/controlplane-min/build.sh; cached in ${TASKFSM_CONTROLPLANE_CACHE:-/var/cache/taskfsm-controlplane})"
+  say "control plane 1.30 in $(tools/controlplane-min/build.sh) ($(elapsed "$step"))"
   # Services between pods on the node's bridge need the bridge netfilter hooks (best effort:
   # the tests name what is still missing, taskfsm_dev/node.py missing_prerequisites).
   [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] || modprobe br_netfilter 2>/dev/null \

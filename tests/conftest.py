@@ -102,6 +102,14 @@ def api_client(control_plane: ControlPlane) -> Iterator[client.ApiClient]:
         yield api
 
 
+@pytest.fixture(scope="session")
+def server_minor(api_client: client.ApiClient) -> int:
+    """The main cluster's Kubernetes minor version: 35, or 30 in the run against the oldest
+    supported Kubernetes (docs/testing.md, "The oldest supported Kubernetes"). Tests of a feature
+    newer than 1.30 assert, by it, what taskfsm does without the feature instead."""
+    return int(client.VersionApi(api_client).get_code().minor.rstrip("+"))
+
+
 def _fresh_namespace(api: client.ApiClient, prefix: str) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})

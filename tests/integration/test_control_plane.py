@@ -214,7 +214,7 @@ def test_two_control_planes_run_side_by_side(
         assert not exists(client.CoreV1Api(main).read_namespace, name)
 
 
-def test_stop_ends_only_its_own_processes(control_plane: ControlPlane):
+def test_stop_ends_only_its_own_processes(control_plane: ControlPlane, server_minor: int):
     """A throwaway control plane stops cleanly and leaves the session's one running."""
     extra = ControlPlane(
         name="taskfsm-extra", controller_manager=False, bin_dir=control_plane.bin_dir
@@ -228,7 +228,7 @@ def test_stop_ends_only_its_own_processes(control_plane: ControlPlane):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     with control_plane.api_client() as api:
-        assert client.VersionApi(api).get_code().git_version.startswith("v1.35")
+        assert client.VersionApi(api).get_code().git_version.startswith(f"v1.{server_minor}.")
 
 
 def test_pod_waits_for_the_secret_it_mounts(api_client, namespace, kubelet):
@@ -248,3 +248,19 @@ def test_pod_waits_for_the_secret_it_mounts(api_client, namespace, kubelet):
     wait_for(
         lambda: job_condition(batch, namespace, "needs-secret", "Complete"), what="Job Complete"
     )
+
+
+def test_the_server_is_the_version_of_its_binaries(control_plane: ControlPlane, api_client):
+    """The cluster answers with the version its kube-apiserver binary was built as: v1.35.4 from
+    tools/controlplane, v1.30.14 in the run against the oldest supported Kubernetes."""
+    import subprocess
+
+    assert control_plane.bin_dir is not None
+    built = subprocess.run(
+        [str(control_plane.bin_dir / "kube-apiserver"), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    assert built in {"v1.35.4", "v1.30.14"}
+    assert client.VersionApi(api_client).get_code().git_version == built

@@ -108,7 +108,7 @@ def test_readme_states_the_go_versions_the_builds_need():
     readme = " ".join((ROOT / "README.md").read_text().split())
     demo = _go_line("controlplane")
     tests = max(
-        (_go_line(m) for m in ("controlplane", "helm", "kueue", "promtool")),
+        (_go_line(m) for m in ("controlplane", "controlplane-min", "helm", "kueue", "promtool")),
         key=lambda v: tuple(map(int, v.split("."))),
     )
     assert f"Go ≥ {demo} for the demo and ≥ {tests} for the tests" in readme

@@ -12,8 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 HELM_VERSION=v4.3.2
 
-grep -q "helm.sh/helm/v4 $HELM_VERSION" "$here/go.mod" \
-  || { echo "helm: go.mod does not require helm.sh/helm/v4 $HELM_VERSION" >&2; exit 1; }
+require_module helm "$here/go.mod" helm.sh/helm/v4 "$HELM_VERSION"
 cache_root=${TASKFSM_HELM_CACHE:-/var/cache/taskfsm-helm}
 out="$cache_root/$HELM_VERSION-$(sha256sum "$here/go.sum" | cut -c1-12)"
 if [ -x "$out/helm" ]; then

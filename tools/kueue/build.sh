@@ -14,8 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 KUEUE_VERSION=v0.17.0
 
-grep -q "sigs.k8s.io/kueue $KUEUE_VERSION" "$here/go.mod" \
-  || { echo "kueue: go.mod does not require sigs.k8s.io/kueue $KUEUE_VERSION" >&2; exit 1; }
+require_module kueue "$here/go.mod" sigs.k8s.io/kueue "$KUEUE_VERSION"
 cache_root=${TASKFSM_KUEUE_CACHE:-/var/cache/taskfsm-kueue}
 out="$cache_root/$KUEUE_VERSION-$(sha256sum "$here/go.sum" | cut -c1-12)"
 if [ -x "$out/kueue" ]; then

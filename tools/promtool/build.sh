@@ -24,8 +24,7 @@ if [ -n "${PROMTOOL:-}" ]; then
   exit 1
 fi
 
-grep -q "github.com/prometheus/prometheus $MODULE_VERSION" "$here/go.mod" \
-  || { echo "promtool: go.mod does not require prometheus $MODULE_VERSION" >&2; exit 1; }
+require_module promtool "$here/go.mod" github.com/prometheus/prometheus "$MODULE_VERSION"
 cache_root=${TASKFSM_PROMTOOL_CACHE:-/var/cache/taskfsm-promtool}
 TAGS=remove_all_sd
 out="$cache_root/v$PROM_VERSION-$TAGS-$(sha256sum "$here/go.sum" | cut -c1-12)"
