@@ -26,6 +26,7 @@ from taskfsm_dev.controlplane import ControlPlane
 from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import SimulatedKubelet
 from tests.support import scheduling
+from tests.support.examples import examples
 from tests.support.reports import FAILED
 from tests.support.scheduling import TierScheduling
 
@@ -34,6 +35,7 @@ from tests.support.scheduling import TierScheduling
 # right (a loaded run showed it). Speed is measured in benchmarks, never asserted in tests.
 settings.register_profile(
     "taskfsm",
+    max_examples=examples(100),  # Hypothesis's default, scaled by TASKFSM_EXAMPLES
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

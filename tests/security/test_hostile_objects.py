@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from taskfsm.kube.errors import KubeError
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
+from tests.support.examples import examples
 from tests.support.tenancy import Tenant
 
 
@@ -202,7 +203,7 @@ def test_hostile_objects_of_every_kind_stop_nothing(tenant: Tenant, controller):
     created: list[str] = []
 
     @settings(
-        max_examples=40,
+        max_examples=examples(40),
         deadline=None,
         suppress_health_check=[
             HealthCheck.too_slow,

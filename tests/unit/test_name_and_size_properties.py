@@ -26,6 +26,7 @@ from taskfsm.controllers.task.inputs import JOB_MAX_BYTES, JobInputs, beyond_lim
 from taskfsm.controllers.task.orphans import belongs_to
 from taskfsm.controllers.workflow.tasks import labelled_workflow, workflow_labels
 from taskfsm.kube.events import EventRecorder
+from tests.support.examples import examples
 
 # The API server's rules (k8s.io/apimachinery/pkg/util/validation), as its messages state them.
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -199,7 +200,7 @@ class CreatedEvents:
 
 
 @given(object_names(), st.text(min_size=0, max_size=3000))
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 def test_every_event_recorded_fits_the_api_server(name, note):
     """Regression (issue 30): a Task named with 253 characters got no Event at all (its name
     plus a suffix exceeded 253), and a note of 1,024 characters could be 4,096 bytes."""

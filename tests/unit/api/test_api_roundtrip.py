@@ -26,9 +26,10 @@ from taskfsm.api import (
     WorkflowManagerConfiguration,
     WorkflowManagerHelperData,
 )
+from tests.support.examples import examples
 
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=examples(24),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

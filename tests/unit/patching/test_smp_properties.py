@@ -9,8 +9,11 @@ from hypothesis import strategies as st
 from smp_strategies import ANY_JSON, ANY_PATCH, job_templates, plain_patches
 
 from taskfsm.build.patching import PatchError, apply_strategic_merge, merge_job_template
+from tests.support.examples import examples
 
-FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @FAST
@@ -88,7 +91,7 @@ def test_patched_containers_are_all_present_once(template, patch):
     assert sorted(names) == sorted(set(before) | set(added))
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(240), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(job_templates(), ANY_PATCH)
 def test_arbitrary_patches_merge_or_raise_patch_error_and_never_mutate(template, patch):
     """Whatever a user writes, the controller gets a dict or a PatchError, nothing else."""
@@ -106,7 +109,7 @@ def test_arbitrary_patches_merge_or_raise_patch_error_and_never_mutate(template,
     assert patch == patch_before
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), ANY_JSON, max_size=3), ANY_PATCH)
 def test_odd_templates_merge_or_raise_patch_error(original, patch):
     try:
