@@ -422,7 +422,8 @@ def watch(rest: Rest, view: View, *, out: TextIO | None = None) -> int:
         return 0
     finally:
         for informer in informers:
-            informer.stop()
+            # Their threads are daemons: Ctrl-C ends the command at once, never after the joins.
+            informer.stop(timeout=0.5)
 
 
 def _enqueue(
