@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import queue
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -385,6 +387,10 @@ def show_once(rest: Rest, view: View, *, single: bool = False) -> int:
 def watch(rest: Rest, view: View, *, out: TextIO | None = None) -> int:
     """``--watch``: print the view, then its changed rows until Ctrl-C (0); 1 when the first
     list fails (its error on stderr) or no object named exists."""
+    # Ctrl-C ends the watch even when the shell that started us ignored SIGINT (a background job
+    # of a script does): Python keeps an inherited SIG_IGN and would never raise KeyboardInterrupt.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     events: queue.Queue[tuple[str, str, dict[str, Any]]] = queue.Queue()
     informers = []
     for kind, selector in view.sources.items():

@@ -412,6 +412,9 @@ class Watcher:
             text=True,
             cwd=kubetools.REPO_ROOT,
             env=kubetools.environment(kubeconfig, with_helm=False),
+            # As a background job of a script starts it: SIGINT ignored, inherited across exec
+            # (regression: the watch then never ended on Ctrl-C).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
