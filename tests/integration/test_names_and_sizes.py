@@ -200,8 +200,14 @@ def test_names_of_every_valid_length_run_end_to_end(
     gone_job = jobs.job_name(first)
     wait_for(lambda: _gone(rest, JOBS, wide, gone_job), timeout=60, what="the orphaned Job gone")
     wait_for(lambda: _gone(rest, SECRETS, wide, gone_job), timeout=60, what="its Secret gone")
-    assert any(
-        e["reason"] == "OrphanDeleted" for e in events_about(rest, wide, first["metadata"]["name"])
+    # The Event is recorded after the deletions: wait for it, do not read it once.
+    wait_for(
+        lambda: any(
+            e["reason"] == "OrphanDeleted"
+            for e in events_about(rest, wide, first["metadata"]["name"])
+        ),
+        timeout=60,
+        what="an OrphanDeleted Event on the deleted Task",
     )
     kept = jobs.job_name(second)
     assert rest.get(JOBS, wide, kept)["metadata"]["labels"][c.LABEL_TASK_NAME] != (
