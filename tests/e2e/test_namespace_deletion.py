@@ -169,4 +169,7 @@ def test_deleting_whole_namespaces_leaves_no_job_or_secret_in_either_cluster(
             (r, delete_round(r, api_client, rest, remote_rest, remote, remote_ns, restart))
             for r in ROUNDS
         ]
-    print("objects of the namespace released after: " + ", ".join(f"{r} {d:.1f}s" for r, d in durations))
+    print(
+        "objects of the namespace released after: "
+        + ", ".join(f"{r} {d:.1f}s" for r, d in durations)
+    )
