@@ -27,6 +27,7 @@ from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import SimulatedKubelet
 from tests.support import scheduling
 from tests.support.examples import examples
+from tests.support.namespaces import delete_namespace
 from tests.support.reports import FAILED
 from tests.support.scheduling import TierScheduling
 
@@ -125,7 +126,18 @@ def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> I
     prefix = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in prefix)
     name = _fresh_namespace(api_client, prefix)
     yield name
-    client.CoreV1Api(api_client).delete_namespace(name, propagation_policy="Background")
+    delete_namespace(api_client, name)
+
+
+@pytest.fixture
+def remote_namespace(remote_control_plane: ControlPlane) -> Iterator[tuple[ControlPlane, str]]:
+    """A fresh namespace in the second cluster, with a simulated kubelet playing its pods."""
+    name = f"remote-{uuid.uuid4().hex[:8]}"
+    with remote_control_plane.api_client() as api:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        with SimulatedKubelet(api, namespace=name):
+            yield remote_control_plane, name
+        delete_namespace(api, name)
 
 
 @pytest.fixture

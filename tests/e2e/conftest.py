@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +16,6 @@ from taskfsm.kube.rest import Rest
 from taskfsm.manager.controller import Controller, Settings
 from taskfsm.manager.metrics import Metrics
 from taskfsm_dev.controlplane import ControlPlane
-from taskfsm_dev.kubelet import SimulatedKubelet
 from taskfsm_dev.process import ControllerProcess
 from tests.support import identity
 from tests.support.cluster import Cluster
@@ -103,17 +101,6 @@ def start_controller(
     if request.node.stash.get(FAILED, False):
         for proc in started:
             print(proc.tail(80))
-
-
-@pytest.fixture
-def remote_namespace(remote_control_plane: ControlPlane) -> Iterator[tuple[ControlPlane, str]]:
-    """A fresh namespace in the second cluster, with a simulated kubelet playing its pods."""
-    name = f"remote-{uuid.uuid4().hex[:8]}"
-    with remote_control_plane.api_client() as api:
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
-        with SimulatedKubelet(api, namespace=name):
-            yield remote_control_plane, name
-        client.CoreV1Api(api).delete_namespace(name, propagation_policy="Background")
 
 
 class RequestCounter:

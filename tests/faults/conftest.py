@@ -11,7 +11,6 @@ lifecycle invariants of :mod:`tests.support.chaos`.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import SimulatedKubelet
 from tests.support import identity
 from tests.support.chaos import FAST_WATCH_ARGS, ChildLedger, CrashableController, Fleet
+from tests.support.namespaces import delete_namespace
 from tests.support.reports import FAILED
 
 FAULTS_KCM_ARGS = ("--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=20")
@@ -53,8 +53,7 @@ def faults_namespace(faults_api: client.ApiClient, request: pytest.FixtureReques
     core = client.CoreV1Api(faults_api)
     core.create_namespace({"metadata": {"name": name}})
     yield name
-    with contextlib.suppress(Exception):
-        core.delete_namespace(name, propagation_policy="Background")
+    delete_namespace(faults_api, name)
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ Task finalizer removed; plus Events and the Workflow controller's writes.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import uuid
@@ -38,6 +37,7 @@ from tests.support.chaos import (
     Fleet,
 )
 from tests.support.faults import RequestLog, rest_factory
+from tests.support.namespaces import delete_namespace
 
 #: ``<verb> <resource>[#n]``: n counts that kind of write in the crashing life (two Tasks).
 CRASH_POINTS = (
@@ -170,8 +170,7 @@ def crash_results(faults_plane, tmp_path_factory) -> Iterator[dict[str, CaseResu
     yield results
     for namespace in namespaces:
         identity.uninstall(api_client, namespace)
-        with contextlib.suppress(Exception):
-            core.delete_namespace(namespace, propagation_policy="Background")
+        delete_namespace(api_client, namespace)
     api_client.close()
 
 

@@ -33,6 +33,7 @@ from taskfsm_dev.podlogs import ANNOTATION_LOG
 from taskfsm_dev.waiting import wait_for
 from tests.integration.test_rbac import token_client
 from tests.support import kubetools
+from tests.support.namespaces import delete_namespace
 
 LOG_LINES = ["reading input.mp4", "transcoding 1/2", "transcoding 2/2", "wrote output.mp4"]
 
@@ -232,7 +233,7 @@ def remote_cluster(remote_control_plane: ControlPlane):
         client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
         with SimulatedKubelet(api, namespace=name, logs=True):
             yield remote_control_plane, name
-        client.CoreV1Api(api).delete_namespace(name, propagation_policy="Background")
+        delete_namespace(api, name)
 
 
 def test_explain_and_logs_of_a_job_on_a_remote_mpe(

@@ -27,6 +27,7 @@ from taskfsm.kube.rest import JOBS
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory
+from tests.support.namespaces import delete_namespace
 from tests.support.probes import conditions_of
 
 HOLD = "example.com/hold"
@@ -38,7 +39,7 @@ def other_namespace(api_client) -> Iterator[str]:
     core = client.CoreV1Api(api_client)
     core.create_namespace({"metadata": {"name": name}})
     yield name
-    core.delete_namespace(name, propagation_policy="Background")
+    delete_namespace(api_client, name)
 
 
 def world(engine, *, function: dict[str, Any] | None = None) -> None:

@@ -11,28 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.build.jobs import job_name
 from taskfsm_dev import objects
-from taskfsm_dev.controlplane import ControlPlane
 from taskfsm_dev.kubelet import SimulatedKubelet
 from taskfsm_dev.waiting import wait_for
-
-
-@pytest.fixture
-def remote_namespace(remote_control_plane: ControlPlane) -> Iterator[tuple[ControlPlane, str]]:
-    """A fresh namespace in the second cluster, with a simulated kubelet playing its pods."""
-    name = f"remote-{uuid.uuid4().hex[:8]}"
-    with remote_control_plane.api_client() as api:
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
-        with SimulatedKubelet(api, namespace=name):
-            yield remote_control_plane, name
-        client.CoreV1Api(api).delete_namespace(name, propagation_policy="Background")
 
 
 def kubeconfig_in(api_client, control_plane, namespace: str, name: str = "kubeconfig") -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from taskfsm.kube.client import ApiClient
-from taskfsm.kube.rest import NAMESPACES, Rest
 from taskfsm_dev.node import RealCluster
 from tests.support import installs, oci_image
 from tests.support.installs import fresh_namespace
+from tests.support.namespaces import delete_namespace
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +58,7 @@ def tenant_namespace(node_admin: ApiClient) -> Iterator[str]:
     """A tenant's namespace (Pod Security ``restricted``), deleted after the test."""
     name = fresh_namespace(node_admin, "tenant")
     yield name
-    Rest(node_admin).delete(NAMESPACES, None, name)
+    delete_namespace(node_admin, name)
 
 
 @pytest.fixture(scope="module")
@@ -86,4 +86,4 @@ def installed_controller(
         yield done
     finally:
         done.uninstall()
-        Rest(node_admin).delete(NAMESPACES, None, namespace)
+        delete_namespace(node_admin, namespace)
