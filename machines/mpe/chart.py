@@ -21,7 +21,9 @@ What each state means:
 - Deleting: the MPE keeps its client while Tasks need its cluster (unfinished ones, and finished
   ones keeping a Job there, which each delete it: the Task chart's `mpe_deleting`); then the
   children of gone Tasks are deleted from its cluster and the finalizer removed. A cluster that
-  has not answered for `--cleanup-timeout` is given up (Warning Event `OrphansNotChecked`).
+  has not answered for `--cleanup-timeout` is given up (Warning Event `OrphansNotChecked`), and
+  so, at once, is one no client can reach any more (none held, and its spec or kubeconfig
+  Secret cannot build one).
   An MPE that never reached a cluster (refused by policy, or never connected) goes at once:
   nothing of a Task can be there, so nothing is waited for or searched.
 
@@ -100,6 +102,16 @@ class MpeLifecycle(LifecycleChart):
         # Then nothing of a Task may stay behind where no client reaches any more: the
         # children of gone Tasks are deleted, unless the cluster has not answered for the
         # cleanup bound; then it is given up, and the MPE goes.
+        # A cluster no client can reach any more (none held, and the spec or kubeconfig
+        # Secret cannot build one: the Secret went first in a namespace deletion) cannot be
+        # searched however long the MPE waits; it is given up at once, as one that has not
+        # answered for the cleanup bound is.
+        | deleting.to(
+            finalized,
+            cond="no_client_can_be_built",
+            before=["drop_client", "remove_mpe_finalizer"],
+            on="note_orphans_not_checked",
+        )
         | deleting.to(
             finalized,
             cond="cleanup_expired",

@@ -61,11 +61,16 @@ class _PassRecord(_EnginePassRecord):
         self.look_again(DELETION_POLL_SECONDS)
 
     def note_orphans_not_checked(self) -> None:
+        observation = self.observation
+        why = (
+            f"no client of it can be built ({observation.unbuildable}) and this process holds none"
+            if observation.unbuildable
+            else f"it has not answered for {observation.unreachable_seconds:.0f}s"
+        )
         self.note_event(
             WARNING,
             "OrphansNotChecked",
-            "the cluster could not be searched for Jobs and Secrets of gone Tasks: it has not "
-            f"answered for {self.observation.unreachable_seconds:.0f}s",
+            f"the cluster could not be searched for Jobs and Secrets of gone Tasks: {why}",
         )
 
     def schedule_resync(self) -> None:

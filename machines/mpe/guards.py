@@ -35,6 +35,12 @@ class MpeObservationGuards:
         waited = observation.unreachable_seconds
         return waited > 0 and waited >= observation.cleanup_timeout
 
+    def no_client_can_be_built(self, observation: MpeObservation) -> bool:
+        """This process holds no client of the MPE and its spec or kubeconfig Secret, as they
+        are now, cannot build one (the Secret went first in a namespace deletion): its cluster
+        cannot be searched, and waiting for `--cleanup-timeout` would not change that."""
+        return bool(observation.unbuildable)
+
     def cluster_holds_nothing(self, observation: MpeObservation) -> bool:
         """Nothing of a Task can be in the MPE's cluster (refused by policy, or never
         connected) and it has no earlier location: there is nothing to clean up or wait for."""

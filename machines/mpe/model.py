@@ -27,6 +27,7 @@ GUARD_NAMES: Final = (
     "client_was_ready",
     "cleanup_expired",
     "cluster_holds_nothing",
+    "no_client_can_be_built",
 )
 """Every guard of `MpeLifecycleModel`, in declaration order."""
 
@@ -70,6 +71,10 @@ class MpeLifecycleModel(Protocol):
 
     def cluster_holds_nothing(self, observation: MpeObservation) -> bool:
         """Nothing of a Task can be in the MPE's cluster: it never reached one."""
+        ...
+
+    def no_client_can_be_built(self, observation: MpeObservation) -> bool:
+        """No client is held and none can be built from the spec and Secret as they are."""
         ...
 
     # Effects.

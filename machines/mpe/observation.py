@@ -88,6 +88,16 @@ class MpeObservation:
             "listed its Jobs; never while a Task's status names a Job made through it."
         ),
     )
+    unbuildable: str = field(
+        default="",
+        metadata=_doc(
+            "Why no client of the MPE can be built from its spec and kubeconfig Secret as they "
+            "are now (`KubeconfigSecretUnavailable`, `KubeconfigInvalid`, `KubeconfigRefused`, "
+            "`NamespaceNotAllowed`, `InvalidSpec`), while this process holds no client of it: "
+            'waiting does not help until one of them changes, which queues the MPE again. `""` '
+            "when a client may be built, or one is held."
+        ),
+    )
     unreachable_seconds: float = field(
         default=0.0,
         metadata=_doc("Seconds the MPE's cluster has been unreachable without a break (0: fine)."),

@@ -262,3 +262,43 @@ def test_a_job_is_followed_where_it_was_made_after_its_mpe_moves_to_another_clus
     client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
     spec = {"local": None, "remote": {"kubeconfig": {"secretRef": {"name": "kubeconfig"}}}}
     _moved_away_then_finished(engine, controller_factory, probe, namespace, api_client, spec)
+
+
+def test_an_mpe_whose_kubeconfig_secret_went_first_is_deleted_without_waiting(
+    engine, controller_factory, probe, namespace, api_client, control_plane
+):
+    """Its kubeconfig Secret deleted first (as a namespace deletion may), an MPE that no Task
+    uses drops its client (`Ready=False`, `KubeconfigSecretUnavailable`); deleted then, it goes
+    at once with a Warning Event `OrphansNotChecked` saying no client can be built, instead of
+    waiting out `--cleanup-timeout` for a cluster it cannot search however long it waits
+    (regression: a namespace deletion took 65 s longer, its cleanup timeout)."""
+    controller_factory(cleanup_timeout=600)
+    kubeconfig_in(api_client, control_plane, namespace)
+    engine.create(objects.remote_mpe("remote", secret_name="kubeconfig"))
+    probe.wait_mpe_ready("remote")
+
+    def ready_reason() -> str:
+        status = engine.get(c.KIND_MEDIA_PROCESSING_ENTITY, "remote").get("status") or {}
+        ready = [cond for cond in status.get("conditions") or [] if cond["type"] == "Ready"]
+        return ready[0]["reason"] if ready else ""
+
+    client.CoreV1Api(api_client).delete_namespaced_secret("kubeconfig", namespace)
+    wait_for(
+        lambda: ready_reason() == "KubeconfigSecretUnavailable",
+        timeout=60,
+        what="the MPE says its kubeconfig Secret is gone",
+    )
+    engine.api.delete_namespaced_custom_object(
+        c.GROUP, c.VERSION, namespace, "mediaprocessingentities", "remote"
+    )
+
+    def gone() -> bool:
+        items = engine.api.list_namespaced_custom_object(
+            c.GROUP, c.VERSION, namespace, "mediaprocessingentities"
+        )["items"]
+        return not items
+
+    wait_for(gone, timeout=120, what="the MPE gone, well within its 600 s cleanup timeout")
+    probe.wait_event("remote", "OrphansNotChecked")
+    notes = [e.get("note") or e.get("message") or "" for e in probe.events("remote")]
+    assert any("no client of it can be built (KubeconfigSecretUnavailable)" in n for n in notes)

@@ -301,6 +301,33 @@ def test_a_cluster_silent_for_the_cleanup_bound_is_given_up():
     assert outcome.finalized
 
 
+def test_a_cluster_no_client_can_reach_any_more_is_given_up_at_once():
+    """Its kubeconfig Secret went first (a namespace deletion) and this process holds no client:
+    no search is possible however long it waits, so it goes without the cleanup bound, saying
+    why (regression: the MPE waited out --cleanup-timeout, and its namespace with it)."""
+    outcome = run(
+        deletion_requested=True,
+        unbuildable="KubeconfigSecretUnavailable",
+        unreachable_seconds=5.0,
+        cleanup_timeout=120.0,
+    )
+    assert outcome.effects == ("drop_client", "remove_mpe_finalizer")
+    assert [(e.type, e.reason) for e in outcome.events] == [("Warning", "OrphansNotChecked")]
+    assert "no client of it can be built (KubeconfigSecretUnavailable)" in outcome.events[0].note
+    assert outcome.finalized
+
+
+def test_tasks_that_need_the_cluster_are_waited_for_even_when_no_client_can_be_built():
+    outcome = run(
+        deletion_requested=True,
+        tasks_using=1,
+        tasks_active=1,
+        unbuildable="KubeconfigSecretUnavailable",
+    )
+    assert outcome.effects == ("connect_keeping_client", "wake_tasks")
+    assert not outcome.finalized
+
+
 @pytest.mark.parametrize("reason", ["NamespaceNotAllowed", "KubeconfigRefused", "NotReachable"])
 def test_a_deleting_mpe_that_never_reached_a_cluster_goes_at_once(reason):
     """Refused by policy, or never connected: nothing of a Task can be in its cluster, so no
@@ -366,6 +393,7 @@ SITUATIONS: list[tuple[dict[str, BaseException] | None, dict[str, Any]]] = [
     ),
     (None, {"deletion_requested": True}),
     (None, {"deletion_requested": True, "unreachable_seconds": 200.0}),
+    (None, {"deletion_requested": True, "unbuildable": "KubeconfigSecretUnavailable"}),
     (None, {"deletion_requested": True, "never_reached": "NamespaceNotAllowed"}),
     (None, {"exists": False}),
     (None, {"exists": False, "manages_status": False}),

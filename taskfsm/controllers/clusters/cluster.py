@@ -45,9 +45,15 @@ class MpeError(Exception):
     """The MPE cannot be used; the message goes to its status and to waiting Tasks, the reason
     to its ``Ready`` condition (docs/mpe-lifecycle.md)."""
 
-    def __init__(self, message: str, reason: str = Reason.NOT_REACHABLE) -> None:
+    def __init__(
+        self, message: str, reason: str = Reason.NOT_REACHABLE, *, transient: bool = False
+    ) -> None:
         super().__init__(message)
         self.reason = reason
+        self.transient = transient
+        """The spec and kubeconfig Secret may well build a client on the next try (the Secret
+        could not be read for a reason other than its absence); False when they cannot as
+        they are (the registry's ``unbuildable``)."""
 
 
 class MpeSettingUp(Exception):

@@ -127,6 +127,9 @@ class MpeRegistry:
         """Monotonic time since which each MPE has been found unreachable (cleared when it
         answers): what ``--cleanup-timeout`` counts, not queueing delay."""
         self._reasons: dict[MpeKey, str] = {}
+        self._unbuildable: set[MpeKey] = set()
+        """MPEs whose last failure came from their spec or kubeconfig Secret as they are (not
+        a failed read, not their cluster): :meth:`unbuildable`."""
         """The reason (:class:`Reason`) of each error in ``_errors``."""
         self._reached: set[MpeKey] = set()
         """MPEs a client of which has listed their Jobs in this process (their cluster may hold
@@ -272,7 +275,7 @@ class MpeRegistry:
                 if keep and current is not None:
                     self._kept[key] = exc
                     return current
-            self.remove(key, error=str(exc), reason=exc.reason)
+            self.remove(key, error=str(exc), reason=exc.reason, lasting=not exc.transient)
             raise
         with self._lock:
             self._kept.pop(key, None)
@@ -304,6 +307,7 @@ class MpeRegistry:
                 replaced = self._retire_locked(old)
             self._clusters[key] = cluster
             self._errors.pop(key, None)
+            self._unbuildable.discard(key)
         for earlier in replaced:
             self.jobs.release(earlier)
         if old is not None and old.watch_key != watch_key and old.watch_key[:2] == watch_key[:2]:
@@ -340,6 +344,18 @@ class MpeRegistry:
         with self._lock:
             return self._kept.get(key)
 
+    def unbuildable(self, key: MpeKey) -> str:
+        """Why no client of ``key`` can be built from its spec and kubeconfig Secret as they
+        are now (its ``Ready=False`` reason) while this process holds none of it: the last
+        try failed on the spec or the Secret (gone, without its key, not a usable or allowed
+        kubeconfig), not on a read that may succeed next time or on the cluster. ``""``
+        otherwise. A changed spec or Secret queues the MPE again and the next try decides
+        anew."""
+        with self._lock:
+            if key in self._clusters or key not in self._unbuildable:
+                return ""
+            return self._reasons.get(key, "")
+
     def never_reached(self, mpe: dict[str, Any], *, jobs_recorded: bool) -> str:
         """Why nothing of a Task can be in the cluster of ``mpe`` (``""`` when something may):
         its spec is refused by policy (``NamespaceNotAllowed``, ``KubeconfigRefused``,
@@ -367,13 +383,20 @@ class MpeRegistry:
             return reason or Reason.NOT_REACHABLE
         return ""
 
-    def remove(self, key: MpeKey, *, error: str = "", reason: str = "") -> None:
+    def remove(
+        self, key: MpeKey, *, error: str = "", reason: str = "", lasting: bool = False
+    ) -> None:
         """Drop ``key``'s cluster (broken, or gone), stopping its Job watch if no other MPE shares
         it. Its kubeconfig Secret stays watched (a fixed Secret re-queues it): :meth:`forget`
-        drops that too."""
+        drops that too. ``lasting``: the error comes from the spec or kubeconfig Secret as they
+        are (:meth:`unbuildable`)."""
         with self._lock:
             cluster = self._clusters.pop(key, None)
             self._kept.pop(key, None)
+            if error and lasting:
+                self._unbuildable.add(key)
+            else:
+                self._unbuildable.discard(key)
             if error:
                 self._errors[key] = error
                 self._reasons[key] = reason

@@ -28,7 +28,7 @@ from taskfsm.controllers.clusters.cluster import (
 )
 from taskfsm.kube import client as kube_client
 from taskfsm.kube import kubeconfig
-from taskfsm.kube.errors import KubeError
+from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.rest import SECRETS, Rest
 
 DEFAULT_KUBECONFIG_KEY: Final = "kubeconfig"
@@ -121,8 +121,12 @@ def resolve(
         try:
             secret = main.get(SECRETS, secret_ns, name)
         except KubeError as exc:
+            # Only a Secret that is not there says no client can be built as things are; a
+            # failed read (a timeout, a 5xx) may well succeed next time.
             raise MpeError(
-                f"failed to read kubeconfig Secret: {exc}", Reason.SECRET_UNAVAILABLE
+                f"failed to read kubeconfig Secret: {exc}",
+                Reason.SECRET_UNAVAILABLE,
+                transient=not isinstance(exc, NotFound),
             ) from None
         data = (secret.get("data") or {}).get(key)
         if data is None:

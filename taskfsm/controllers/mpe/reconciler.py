@@ -168,6 +168,7 @@ class MpeReconciler:
             jobs_kept=kept,
             retired_locations=len(self.registry.retired(key)),
             never_reached=self.registry.never_reached(mpe, jobs_recorded=jobs_recorded),
+            unbuildable=self.registry.unbuildable(key),
             unreachable_seconds=self.registry.unreachable_for(ref),
             cleanup_timeout=self.cleanup_timeout,
             resync_seconds=self.resync_seconds,
