@@ -37,6 +37,19 @@ class Engine:
             )
         return self.api.get_cluster_custom_object(c.GROUP, c.VERSION, res.plural, name)
 
+    def delete(self, kind: str, name: str) -> None:
+        res = BY_KIND[kind]
+        self.api.delete_namespaced_custom_object(
+            c.GROUP, c.VERSION, self.namespace, res.plural, name
+        )
+
+    def names(self, kind: str) -> list[str]:
+        """The names of the namespace's objects of ``kind`` (namespaced kinds)."""
+        items = self.api.list_namespaced_custom_object(
+            c.GROUP, c.VERSION, self.namespace, BY_KIND[kind].plural
+        )["items"]
+        return [obj["metadata"]["name"] for obj in items]
+
     def task(self, name: str) -> dict[str, Any]:
         return self.get(c.KIND_TASK, name)
 

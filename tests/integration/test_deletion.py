@@ -122,17 +122,10 @@ def test_mpe_deleted_before_its_finished_task_takes_the_kept_job_with_it(
     wait_for(
         lambda: probe.job(name) and not probe.job(name)["metadata"].get("finalizers"), timeout=30
     )
-    engine.api.delete_namespaced_custom_object(
-        c.GROUP, c.VERSION, namespace, "mediaprocessingentities", "m"
+    engine.delete(c.KIND_MEDIA_PROCESSING_ENTITY, "m")
+    wait_for(
+        lambda: not engine.names(c.KIND_MEDIA_PROCESSING_ENTITY), timeout=60, what="the MPE gone"
     )
-
-    def mpe_gone() -> bool:
-        items = engine.api.list_namespaced_custom_object(
-            c.GROUP, c.VERSION, namespace, "mediaprocessingentities"
-        )["items"]
-        return not items
-
-    wait_for(mpe_gone, timeout=60, what="the MPE gone")
     wait_for(lambda: probe.job(name) is None, timeout=60, what=f"Job {name} gone")
     wait_for(lambda: probe.secret(name) is None, timeout=60, what=f"Secret {name} gone")
     assert probe.phase("t") == "Succeeded"

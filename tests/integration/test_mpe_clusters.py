@@ -288,17 +288,12 @@ def test_an_mpe_whose_kubeconfig_secret_went_first_is_deleted_without_waiting(
         timeout=60,
         what="the MPE says its kubeconfig Secret is gone",
     )
-    engine.api.delete_namespaced_custom_object(
-        c.GROUP, c.VERSION, namespace, "mediaprocessingentities", "remote"
+    engine.delete(c.KIND_MEDIA_PROCESSING_ENTITY, "remote")
+    wait_for(
+        lambda: not engine.names(c.KIND_MEDIA_PROCESSING_ENTITY),
+        timeout=120,
+        what="the MPE gone, well within its 600 s cleanup timeout",
     )
-
-    def gone() -> bool:
-        items = engine.api.list_namespaced_custom_object(
-            c.GROUP, c.VERSION, namespace, "mediaprocessingentities"
-        )["items"]
-        return not items
-
-    wait_for(gone, timeout=120, what="the MPE gone, well within its 600 s cleanup timeout")
     probe.wait_event("remote", "OrphansNotChecked")
     notes = [e.get("note") or e.get("message") or "" for e in probe.events("remote")]
     assert any("no client of it can be built (KubeconfigSecretUnavailable)" in n for n in notes)
