@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -37,6 +37,11 @@ def _child_setup() -> None:
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the test process
+
+
+PORT_ATTEMPTS = 3
+"""How often a process that lost one of its ports to another is started
+(:meth:`ControllerProcess.wait_ready_rebinding`)."""
 
 
 class ControllerProcess:
@@ -93,8 +98,14 @@ class ControllerProcess:
         """Start the process; with ``wait_ready`` return once ``/readyz`` answers 200."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("KUBECONFIG", None)
+        self._spawn(env, "")
+        if wait_ready:
+            self.wait_ready_rebinding(timeout, lambda: self._spawn(env, ""))
+        return self
+
+    def _spawn(self, env: dict[str, str], note: str) -> None:
         with self.log_path.open("ab") as log:
-            log.write(f"$ {' '.join(self.cmd)}\n".encode())
+            log.write(f"$ {note}{' '.join(self.cmd)}\n".encode())
             log.flush()
             self.popen = subprocess.Popen(
                 self.cmd,
@@ -105,9 +116,33 @@ class ControllerProcess:
                 env=env,
                 preexec_fn=_child_setup,
             )
-        if wait_ready:
-            self.wait_ready(timeout)
-        return self
+
+    def wait_ready_rebinding(self, timeout: float, spawn: Callable[[], None]) -> None:
+        """:meth:`wait_ready`; a process that lost one of its ports to another process is
+        started again on fresh ones (twice at most): the ports are picked free before the
+        process binds them, a second or two later, and on a busy machine another process
+        sometimes takes one meanwhile ("Address already in use")."""
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self.wait_ready(timeout)
+                return
+            except ControllerProcessError:
+                if attempt + 1 == PORT_ATTEMPTS or "Address already in use" not in self.tail(5):
+                    raise
+                self.fresh_ports()
+                spawn()
+
+    def fresh_ports(self) -> None:
+        """New endpoint ports for the next start: the old ones may have been taken meanwhile
+        (another process's ephemeral port)."""
+        self.metrics_port, self.health_port = free_port(), free_port()
+        flags = {
+            "--metrics-bind-address=": f"127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address=": f"127.0.0.1:{self.health_port}",
+        }
+        self.cmd = [
+            next((f + v for f, v in flags.items() if arg.startswith(f)), arg) for arg in self.cmd
+        ]
 
     def __enter__(self) -> ControllerProcess:
         return self.start()

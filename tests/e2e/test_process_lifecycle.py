@@ -5,6 +5,7 @@ its Job in a second API server."""
 from __future__ import annotations
 
 import copy
+import socket
 
 import yaml
 
@@ -14,6 +15,7 @@ from taskfsm.kube.rest import JOBS, SECRETS, Rest
 from taskfsm_dev import objects
 from taskfsm_dev.demo import EXPECTED, SAMPLES
 from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
+from taskfsm_dev.process import ControllerProcess
 from taskfsm_dev.waiting import wait_for
 from tests.support.cluster import job_audit
 
@@ -101,3 +103,23 @@ def test_remote_mpe_runs_the_job_in_the_second_api_server(
     assert jobs[0]["metadata"]["labels"][c.LABEL_TASK_NAMESPACE] == namespace
     mpe_status = cluster.rest.get(MEDIA_PROCESSING_ENTITIES, namespace, "edge")["status"]
     assert {x["type"]: x["status"] for x in mpe_status["conditions"]}["Ready"] == "True"
+
+
+def test_a_process_whose_port_was_taken_meanwhile_starts_on_fresh_ones(
+    installed_kubeconfig, namespace, tmp_path
+):
+    """The test kit picks a process's ports free, and the process binds them a second or two
+    later; another process taking one meanwhile made the start fail ("Address already in use",
+    a crash-points case in a clean-clone run). The start is tried again on fresh ports."""
+    proc = ControllerProcess(installed_kubeconfig(), namespace=namespace, log_dir=tmp_path)
+    taken = proc.metrics_port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            proc.start()
+            assert proc.metrics_port != taken
+            assert "Address already in use" in proc.log_path.read_text()
+            assert proc.probe("/readyz")[0] == 200
+        finally:
+            proc.ensure_stopped()

@@ -274,6 +274,23 @@ def test_a_job_beyond_the_api_servers_limits_fails_its_task_once(
     engine.create(objects.function("f"))
     engine.create(objects.workflow("wf"))
     engine.create(objects.local_mpe("m"))
+    # The Tasks come after their Function, Workflow and MPE are in the controller's caches: a
+    # Task seen first fails its selection once ("not found", a ReconcileError), which is not
+    # what this test is about (each kind has its own watch; the 300 kB Function arrives last).
+    caches = controller.caches.informers
+    wait_for(
+        lambda: all(
+            caches[kind].get(namespace, name) is not None
+            for kind, name in (
+                (c.KIND_FUNCTION, "big"),
+                (c.KIND_FUNCTION, "f"),
+                (c.KIND_WORKFLOW, "wf"),
+                (c.KIND_MEDIA_PROCESSING_ENTITY, "m"),
+            )
+        ),
+        timeout=60,
+        what="the Functions, Workflow and MPE in the controller's caches",
+    )
     engine.create(objects.task("annotated", workflow_name="wf", function_name="big", mpe_name="m"))
     patch = {"spec": {"template": {"metadata": {"labels": {"app": "v" * 64}}}}}
     engine.create(

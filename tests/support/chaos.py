@@ -43,7 +43,6 @@ from taskfsm.kube.informer import ADDED, Informer
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, NAMESPACES, SECRETS, Rest
 from taskfsm_dev import objects
-from taskfsm_dev.controlplane import REPO_ROOT, free_port
 from taskfsm_dev.process import ControllerProcess
 from tests.support import crashpoints
 
@@ -57,16 +56,6 @@ FAST_WATCH_ARGS = (
     "--resync-period=20",
 )
 """``taskfsm run`` flags for tests: short watches and resyncs, a quick graceful stop."""
-
-
-def _child_setup() -> None:
-    import contextlib
-    import ctypes
-    import signal
-
-    os.setpgrp()
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # die with the test
 
 
 class CrashableController(ControllerProcess):
@@ -92,41 +81,16 @@ class CrashableController(ControllerProcess):
         env: Mapping[str, str] | None = None,
     ) -> CrashableController:
         if self.lives:
-            self._fresh_ports()
+            self.fresh_ports()  # a crashed life's ports must not make the next fail
         full = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         full.pop("KUBECONFIG", None)
         if not (env or {}).get(CRASH_ENV):
             full.pop(CRASH_ENV, None)
         self.lives += 1
-        with self.log_path.open("ab") as log:
-            log.write(
-                f"$ [life {self.lives}] {' '.join(self.cmd)} env={dict(env or {})}\n".encode()
-            )
-            log.flush()
-            self.popen = subprocess.Popen(
-                self.cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=REPO_ROOT,
-                env=full,
-                preexec_fn=_child_setup,
-            )
+        self._spawn(full, f"[life {self.lives}] ")
         if wait_ready:
-            self.wait_ready(timeout)
+            self.wait_ready_rebinding(timeout, lambda: self._spawn(full, f"[life {self.lives}] "))
         return self
-
-    def _fresh_ports(self) -> None:
-        """New endpoint ports for the next life: the old ones may have been taken meanwhile
-        (another process's ephemeral port), and a crashed life must not make the next fail."""
-        self.metrics_port, self.health_port = free_port(), free_port()
-        flags = {
-            "--metrics-bind-address=": f"127.0.0.1:{self.metrics_port}",
-            "--health-probe-bind-address=": f"127.0.0.1:{self.health_port}",
-        }
-        self.cmd = [
-            next((f + v for f, v in flags.items() if arg.startswith(f)), arg) for arg in self.cmd
-        ]
 
     def wait_exit(self, timeout: float) -> int | None:
         """The exit code once the process ended, or None if it still runs after ``timeout`` s."""
