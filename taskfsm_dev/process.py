@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -100,7 +100,7 @@ class ControllerProcess:
         env.pop("KUBECONFIG", None)
         self._spawn(env, "")
         if wait_ready:
-            self.wait_ready_rebinding(timeout, lambda: self._spawn(env, ""))
+            self.wait_ready_rebinding(timeout, env)
         return self
 
     def _spawn(self, env: dict[str, str], note: str) -> None:
@@ -117,7 +117,7 @@ class ControllerProcess:
                 preexec_fn=_child_setup,
             )
 
-    def wait_ready_rebinding(self, timeout: float, spawn: Callable[[], None]) -> None:
+    def wait_ready_rebinding(self, timeout: float, env: dict[str, str], note: str = "") -> None:
         """:meth:`wait_ready`; a process that lost one of its ports to another process is
         started again on fresh ones (twice at most): the ports are picked free before the
         process binds them, a second or two later, and on a busy machine another process
@@ -130,7 +130,7 @@ class ControllerProcess:
                 if attempt + 1 == PORT_ATTEMPTS or "Address already in use" not in self.tail(5):
                     raise
                 self.fresh_ports()
-                spawn()
+                self._spawn(env, note)
 
     def fresh_ports(self) -> None:
         """New endpoint ports for the next start: the old ones may have been taken meanwhile

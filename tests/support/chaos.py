@@ -89,7 +89,7 @@ class CrashableController(ControllerProcess):
         self.lives += 1
         self._spawn(full, f"[life {self.lives}] ")
         if wait_ready:
-            self.wait_ready_rebinding(timeout, lambda: self._spawn(full, f"[life {self.lives}] "))
+            self.wait_ready_rebinding(timeout, full, f"[life {self.lives}] ")
         return self
 
     def wait_exit(self, timeout: float) -> int | None:

@@ -127,10 +127,10 @@ class MpeRegistry:
         """Monotonic time since which each MPE has been found unreachable (cleared when it
         answers): what ``--cleanup-timeout`` counts, not queueing delay."""
         self._reasons: dict[MpeKey, str] = {}
+        """The reason (:class:`Reason`) of each error in ``_errors``."""
         self._unbuildable: set[MpeKey] = set()
         """MPEs whose last failure came from their spec or kubeconfig Secret as they are (not
         a failed read, not their cluster): :meth:`unbuildable`."""
-        """The reason (:class:`Reason`) of each error in ``_errors``."""
         self._reached: set[MpeKey] = set()
         """MPEs a client of which has listed their Jobs in this process (their cluster may hold
         Jobs of Tasks)."""
