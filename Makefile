@@ -53,7 +53,7 @@ lint: ## ruff (lint + format check), mypy --strict, import contracts
 # monitoring component embeds the dashboard and the rules). tests/unit/test_make_generate.py
 # checks that this list names every generator the freshness tests check.
 GENERATORS := \
-	taskfsm.build.patching.generate \
+	taskfsm.strategic_merge.generate \
 	taskfsm.api.crdgen \
 	machines.diagrams.render \
 	taskfsm.flagdoc \

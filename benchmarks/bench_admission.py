@@ -37,7 +37,6 @@ import copy
 import json
 import os
 import random
-import re
 import ssl
 import statistics
 import sys
@@ -51,6 +50,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from report import write_section  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.api import constants as c  # noqa: E402 (after the sys.path entry above)
 from taskfsm.api.crdgen import crd_documents  # noqa: E402 (after the sys.path entry above)
@@ -450,16 +451,6 @@ def render(data: dict[str, Any]) -> str:
     lines += [f"- `{r['where']}`: `{r['rule']}`" for r in data["rules"]]
     lines.append("")
     return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,6 +78,7 @@ from harness import (  # noqa: E402 (after the sys.path entries above)
     run_kubelet,
     run_writer,
 )
+from report import write_report  # noqa: E402 (after the sys.path entries above)
 
 #: (group, resource, subresource) rows of apiserver_request_total that only taskfsm touches in
 #: these runs, by what they are for. Leases are not taskfsm's here (no leader election; the API
@@ -688,18 +689,22 @@ def render_flood(rows: list[dict[str, Any]]) -> str:
         f"One `taskfsm run` watching every namespace; tenant A creates {rows[0]['a_tasks']:,} "
         f"Tasks at once ({CREATE_THREADS} client threads) while tenant B creates one every "
         f"{1 / rows[0]['b_rate']:g} s until A's last Job exists; then B goes on alone "
-        "(*idle*, same process). Task→Job from the create call returning to the Job seen.",
+        "(*idle*, same process). Task→Job from the create call returning to the Job seen. "
+        "*Probe*: half-way between B's Tasks the benchmark POSTs one small ConfigMap and times "
+        "it, the API server's own latency for one write at that moment (B's Task needs three "
+        "writes in a row before its Job exists: the finalizer, the Secret, the Job).",
         "",
         "| queue | workers | B during the flood: Tasks, p50 / p99 (s) | B idle: Tasks, p50 / p99 (s) "
-        "| A: Tasks/s to Job | A complete |",
-        "|---|---:|---|---|---:|---|",
+        "| probe p50 flood / idle (s) | A: Tasks/s to Job | A complete |",
+        "|---|---:|---|---|---|---:|---|",
     ]
     for r in rows:
         fl, idle = r["b_flood"], r["b_idle"]
         lines.append(
             f"| {r['fairness']} | {r['workers']} | {fl['done']}/{fl['tasks']}, "
             f"{fmt(fl['p50'])} / {fmt(fl['p99'])} | {idle['done']}/{idle['tasks']}, "
-            f"{fmt(idle['p50'])} / {fmt(idle['p99'])} | {fmt(r['a_tasks_per_s_to_job'], 1)} "
+            f"{fmt(idle['p50'])} / {fmt(idle['p99'])} | {_probe_cell(r)} "
+            f"| {fmt(r['a_tasks_per_s_to_job'], 1)} "
             f"| {'yes' if r['a_complete'] else 'no'} |"
         )
     if rows[0].get("measured"):
@@ -736,6 +741,13 @@ def render_flood(rows: list[dict[str, Any]]) -> str:
                 else "."
             )
         )
+        if fair["probe"] is not None:
+            probe50 = fair["probe"]["flood"] / fair["probe"]["idle"]
+            lines.append(
+                f"  Meanwhile one write's own latency (probe) rose x{probe50:.2f} (p50, "
+                f"{fmt(fair['probe']['flood'], 3)} s against {fmt(fair['probe']['idle'], 3)} s "
+                f"idle): B's Task→Job rose x{ratio50 / probe50:.2f} of that."
+            )
     if fifo is not None:
         lines.append(
             f"- For comparison, FIFO: B's p50 / p99 during the flood "
@@ -754,7 +766,27 @@ def _flood_medians(rows: list[dict[str, Any]], fairness: str) -> dict[str, Any] 
         "a_tasks_per_s_to_job": median([r["a_tasks_per_s_to_job"] for r in mine]),
         "b_flood": {q: median([r["b_flood"][q] for r in mine]) for q in ("p50", "p99")},
         "b_idle": {q: median([r["b_idle"][q] for r in mine]) for q in ("p50", "p99")},
+        "probe": (
+            {
+                phase: median([r[f"probe_{phase}"]["p50"] for r in mine])
+                for phase in ("flood", "idle")
+            }
+            if all(_probed(r) for r in mine)
+            else None
+        ),
     }
+
+
+def _probed(row: dict[str, Any]) -> bool:
+    """Whether a flood row has the probe's figures (rows measured before it have not)."""
+    return bool(row.get("probe_flood") and row.get("probe_idle"))
+
+
+def _probe_cell(row: dict[str, Any]) -> str:
+    """The probe's p50 during the flood and idle (n/a for a row measured before the probe)."""
+    if not _probed(row):
+        return "n/a"
+    return f"{fmt(row['probe_flood']['p50'], 3)} / {fmt(row['probe_idle']['p50'], 3)}"
 
 
 def run_flood(bench: Bench, config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -913,7 +945,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(report)
         if args.output:
-            Path(args.output).write_text(report)
+            write_report(Path(args.output), report)
         return 0
 
     from taskfsm.api.crdgen import crd_documents
@@ -1120,7 +1152,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(results, memory, meta, printable, notes, ceiling, replicas, startup, flood)
     print(report)
     if args.output:
-        Path(args.output).write_text(report)
+        write_report(Path(args.output), report)
         log(f"wrote {args.output}")
     if args.json:
         Path(args.json).write_text(

@@ -57,7 +57,6 @@ import json
 import os
 import queue
 import random
-import re
 import ssl
 import statistics
 import subprocess
@@ -77,6 +76,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kubernetes.watch.watch import iter_resp_lines  # noqa: E402 (after the sys.path entry above)
+from report import write_section  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.kube import wire  # noqa: E402 (after the sys.path entry above)
 from taskfsm.kube.client import from_kubeconfig  # noqa: E402 (after the sys.path entry above)
@@ -1208,16 +1208,6 @@ def render(data: dict[str, Any]) -> str:
         lines.append(f"| {name} | " + " | ".join(row) + " |")
     lines.append("")
     return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

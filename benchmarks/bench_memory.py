@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
 import sys
 import time
@@ -50,6 +49,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from harness import KCM_ARGS, Bench  # noqa: E402 (after the sys.path entries above)
+from report import write_section  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.kube import transforms  # noqa: E402 (after the sys.path entries above)
 from taskfsm.kube.resources import TASKS  # noqa: E402 (after the sys.path entries above)
@@ -222,16 +222,6 @@ def render(data: dict[str, Any]) -> str:
         )
     lines.append("")
     return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

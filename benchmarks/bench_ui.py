@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -40,6 +39,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from report import write_section  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.kube.resources import TASKS  # noqa: E402 (after the sys.path entry above)
 from taskfsm.kube.rest import NAMESPACES, Rest  # noqa: E402 (after the sys.path entry above)
@@ -278,16 +279,6 @@ def render(runs: list[dict[str, Any]], meta: dict[str, str]) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

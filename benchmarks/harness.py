@@ -37,6 +37,7 @@ from taskfsm.kube.rest import JOBS, NAMESPACES, PODS, SECRETS, Resource, Rest
 REPO = Path(__file__).resolve().parent.parent
 CONTROLLER_SCRIPT = Path(__file__).with_name("bench_controller.py")
 """The script whose ``--kubelet`` and ``--writer`` modes run the benchmark's helper processes."""
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 
 KCM_ARGS = (
     "--kube-api-qps=1000",
@@ -224,7 +225,6 @@ def run_writer(kubeconfig: str, namespace: str, seconds: float, threads: int) ->
 
     api = from_kubeconfig(kubeconfig)
     rest = Rest(api)
-    configmaps = Resource("", "v1", "configmaps", "ConfigMap")
     end = time.monotonic() + seconds
     prefix = f"w{os.getpid()}"
     counts = [0] * threads
@@ -235,7 +235,7 @@ def run_writer(kubeconfig: str, namespace: str, seconds: float, threads: int) ->
             i += 1
             body = {"metadata": {"name": f"{prefix}-{index}-{i}"}, "data": {"k": "v"}}
             with contextlib.suppress(Exception):
-                rest.create(configmaps, namespace, body)
+                rest.create(CONFIGMAPS, namespace, body)
                 counts[index] += 1
 
     workers = [threading.Thread(target=post, args=(i,)) for i in range(threads)]
@@ -554,8 +554,8 @@ class Bench:
         a namespaced MPE runs Jobs in its own namespace only) and, right after it, a Task naming
         it: seconds from the Task's create call returning to its Job existing (polled). The
         controller watches every namespace, as one serving cluster MPEs does."""
-        from taskfsm.build.jobs import job_name
         from taskfsm.kube.resources import CLUSTER_MEDIA_PROCESSING_ENTITIES
+        from taskfsm.manifests.jobs import job_name
         from taskfsm_dev import objects
 
         ns = self.namespace("bench-new-mpe")
@@ -643,11 +643,23 @@ class Bench:
                     time.sleep(0.2 * (attempt + 1))
             created[name] = time.monotonic()
 
+        def probe(name: str) -> float | None:
+            """The API server's own latency for one small write now: a ConfigMap POST's round
+            trip (what the controller pays for each of the writes before B's Job)."""
+            began = time.monotonic()
+            try:
+                self.rest.create(CONFIGMAPS, tenant_b, {"metadata": {"name": name}})
+            except Exception:
+                return None
+            return time.monotonic() - began
+
         def b_until(
             stop: Callable[[], bool], prefix: str, limit: float, count: int | None = None
-        ) -> list[str]:
-            """B's Tasks, one every 1/rate s, until ``stop()``, ``count`` Tasks or ``limit`` s."""
+        ) -> tuple[list[str], list[float]]:
+            """B's Tasks, one every 1/rate s, until ``stop()``, ``count`` Tasks or ``limit`` s;
+            with each, one probe write timed."""
             names: list[str] = []
+            probes: list[float] = []
             started = time.monotonic()
             while not stop() and time.monotonic() - started < limit:
                 if count is not None and len(names) >= count:
@@ -655,21 +667,25 @@ class Bench:
                 name = f"{prefix}{len(names):05d}"
                 names.append(name)
                 create(tenant_b, name, created_b)
+                # Half-way between B's Tasks, so the probe does not race B's own writes.
+                time.sleep(max(0.0, started + (len(names) - 0.5) / rate - time.monotonic()))
+                if (took := probe(f"probe-{name}")) is not None:
+                    probes.append(took)
                 time.sleep(max(0.0, started + len(names) / rate - time.monotonic()))
-            return names
+            return names, probes
 
         limit = 120 + n * 0.4
         started = time.monotonic()
         pool = ThreadPoolExecutor(CREATE_THREADS)
         futures = [pool.submit(create, tenant_a, f"a{i:05d}", created_a) for i in range(n)]
-        during = b_until(lambda: len(line_a.job) >= n, "flood", limit)
+        during, probe_flood = b_until(lambda: len(line_a.job) >= n, "flood", limit)
         for future in futures:
             future.result()
         pool.shutdown()
         complete_a = len(line_a.job) >= n
         line_a.all_released.wait(max(1.0, limit - (time.monotonic() - started)))
         self._drained(proc, 60)
-        idle = b_until(lambda: False, "idle", idle_samples / rate + 30, idle_samples)
+        idle, probe_idle = b_until(lambda: False, "idle", idle_samples / rate + 30, idle_samples)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not all(t in line_b.job for t in during + idle):
             time.sleep(0.1)
@@ -690,6 +706,8 @@ class Bench:
             "a_complete": complete_a,
             "b_flood": {"tasks": len(during), "done": len(flood_b), **_dist(flood_b)},
             "b_idle": {"tasks": len(idle), "done": len(idle_b), **_dist(idle_b)},
+            "probe_flood": _dist(probe_flood),
+            "probe_idle": _dist(probe_idle),
         }
 
     def _drained(self, proc: Any, limit: float) -> None:

@@ -52,7 +52,7 @@ from statemachine import StateChart
 from statemachine.orderedset import OrderedSet
 from statemachine.transition import Transition
 
-from machines.catalog import transition_key
+from machines.chart_data import transition_key
 from machines.conditions import Condition, bounded_message
 
 ERROR_EVENT = "error.execution"
@@ -108,7 +108,7 @@ class PassOutcome(Generic[R]):
         events: the Events the chart decided on in this pass, in order.
         detail: a further verdict of the chart on the object's status (the Task chart: why
             `Ready` is False; the MPE chart: its `Ready` verdict), as the conditions saw it.
-        transitions: keys (`machines.catalog`) of the transitions taken, in order.
+        transitions: keys (`machines.chart_data`) of the transitions taken, in order.
         waiting: set (the status message) when the chart decided to wait quietly for
             something that announces itself (an MPE client being set up): no error, no
             backoff, no Event.

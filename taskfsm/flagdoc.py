@@ -1,5 +1,5 @@
 """The flag table of ``taskfsm run`` in docs/operations.md ("Flags"), generated from the argparse
-parser of taskfsm/cli.py, so the table, ``taskfsm run --help`` and the code cannot disagree.
+parser of taskfsm/cli/, so the table, ``taskfsm run --help`` and the code cannot disagree.
 
 One row per option: its names, its default and its meaning, all from the parser. A help text ends
 with its default in parentheses, ``(default 4)`` or ``(default: host name and a random suffix)``;

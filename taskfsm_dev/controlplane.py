@@ -122,6 +122,11 @@ def _checked(path: Path, source: str) -> Path:
     return path
 
 
+PORT_ATTEMPTS = 3
+"""How often a process (or control plane) that lost a port picked by :func:`free_port` to
+another process is started again on fresh ones."""
+
+
 def free_port(address: str = "127.0.0.1") -> int:
     """A TCP port on ``address`` that was free a moment ago (the caller binds it soon after)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -210,8 +215,20 @@ class ControlPlane:
         """
         if self.bin_dir is None:
             self.bin_dir = binaries_dir()
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         atexit.register(self.stop)
+        # The ports are picked free before etcd and kube-apiserver bind them; on a busy machine
+        # another process sometimes takes one meanwhile: start again on fresh ones.
+        attempt = 1
+        while True:
+            try:
+                return self._start_once()
+            except ControlPlaneError as exc:
+                if attempt == PORT_ATTEMPTS or "address already in use" not in str(exc).lower():
+                    raise
+                attempt += 1
+
+    def _start_once(self) -> ControlPlane:
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         try:
             self._start_etcd()
             self._start_apiserver()

@@ -105,13 +105,13 @@ def summarize_workflows(api: Any) -> None:
 def main(*, output: Path, timeout: float = 180.0, keep: bool = False) -> int:
     from taskfsm.api.crdgen import crd_documents
     from taskfsm.kube.rest import NAMESPACES, Rest
-    from taskfsm.manager import logs
-    from taskfsm.manager.controller import Controller, Settings
+    from taskfsm.manager import structured_logs
+    from taskfsm.manager.manager import Manager, Settings
     from taskfsm_dev.controlplane import ControlPlane, binaries_dir
     from taskfsm_dev.crds import install_crds
     from taskfsm_dev.kubelet import SimulatedKubelet
 
-    logs.configure(level="WARNING")
+    structured_logs.configure(level="WARNING")
     say("demo: building or reusing the control-plane binaries (the first build takes minutes) ...")
     bins = binaries_dir()
     started = time.monotonic()
@@ -131,7 +131,7 @@ def main(*, output: Path, timeout: float = 180.0, keep: bool = False) -> int:
             watch_timeout=60,
             workflow_termination_waiting=WORKFLOW_WAIT_SECONDS,
         )
-        controller = Controller(api, settings).start()
+        controller = Manager(api, settings).start()
         kubelet = SimulatedKubelet(api, namespace=NAMESPACE).start()
         try:
             docs = load_samples()
@@ -236,7 +236,7 @@ def follow(api: Any, expected: dict[Key, str], timeout: float) -> dict[Key, list
 def cli(argv: list[str] | None = None) -> NoReturn:
     """``python -m taskfsm_dev.demo [--output DIR] [--timeout S] [--keep]``; ends the process
     itself, like ``taskfsm run`` (library daemon threads may still run)."""
-    from taskfsm.cli import exit_after_stop
+    from taskfsm.cli.run import exit_after_stop
 
     parser = argparse.ArgumentParser(
         prog="python -m taskfsm_dev.demo",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from taskfsm_dev.controlplane import REPO_ROOT, free_port
+from taskfsm_dev.controlplane import PORT_ATTEMPTS, REPO_ROOT, free_port
 
 
 class ControllerProcessError(RuntimeError):
@@ -37,11 +37,6 @@ def _child_setup() -> None:
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the test process
-
-
-PORT_ATTEMPTS = 3
-"""How often a process that lost one of its ports to another is started
-(:meth:`ControllerProcess.wait_ready_rebinding`)."""
 
 
 class ControllerProcess:
@@ -91,6 +86,8 @@ class ControllerProcess:
             cmd.append(f"--leader-election-identity={identity}")
         self.cmd = [*cmd, *args]
         self.popen: subprocess.Popen[bytes] | None = None
+        self._env: dict[str, str] = {}
+        self._note = ""
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -100,10 +97,13 @@ class ControllerProcess:
         env.pop("KUBECONFIG", None)
         self._spawn(env, "")
         if wait_ready:
-            self.wait_ready_rebinding(timeout, env)
+            self.wait_ready(timeout)
         return self
 
     def _spawn(self, env: dict[str, str], note: str) -> None:
+        """Start the process with ``env``; ``note`` prefixes its command line in the log. Both
+        are kept for a start on fresh ports (:meth:`wait_ready`)."""
+        self._env, self._note = env, note
         with self.log_path.open("ab") as log:
             log.write(f"$ {note}{' '.join(self.cmd)}\n".encode())
             log.flush()
@@ -116,21 +116,6 @@ class ControllerProcess:
                 env=env,
                 preexec_fn=_child_setup,
             )
-
-    def wait_ready_rebinding(self, timeout: float, env: dict[str, str], note: str = "") -> None:
-        """:meth:`wait_ready`; a process that lost one of its ports to another process is
-        started again on fresh ones (twice at most): the ports are picked free before the
-        process binds them, a second or two later, and on a busy machine another process
-        sometimes takes one meanwhile ("Address already in use")."""
-        for attempt in range(PORT_ATTEMPTS):
-            try:
-                self.wait_ready(timeout)
-                return
-            except ControllerProcessError:
-                if attempt + 1 == PORT_ATTEMPTS or "Address already in use" not in self.tail(5):
-                    raise
-                self.fresh_ports()
-                self._spawn(env, note)
 
     def fresh_ports(self) -> None:
         """New endpoint ports for the next start: the old ones may have been taken meanwhile
@@ -212,7 +197,23 @@ class ControllerProcess:
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Wait until ``/readyz`` answers 200; raise with the log tail if the process exits
-        first."""
+        first.
+
+        A process that lost one of its ports to another process is started again on fresh ones
+        (twice at most), whoever started it: the ports are picked free before the process binds
+        them, a second or two later, and on a busy machine another process sometimes takes one
+        meanwhile ("Address already in use")."""
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self._wait_ready_once(timeout)
+                return
+            except ControllerProcessError:
+                if attempt + 1 == PORT_ATTEMPTS or "Address already in use" not in self.tail(5):
+                    raise
+                self.fresh_ports()
+                self._spawn(self._env, self._note)
+
+    def _wait_ready_once(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last: tuple[int, str] = (0, "")
         while time.monotonic() < deadline:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from machines.catalog import ChartClass
+from machines.chart_data import ChartClass
 from machines.mpe import chart as mpe_chart
 from machines.mpe import model as mpe_model
 from machines.mpe import observation as mpe_observation

@@ -2,7 +2,7 @@
 
 Where this sits in the flow: `machines.diagrams.render` writes these to `diagrams/` and into the
 generated blocks of `docs/lifecycle.md` (and `docs/workflow-lifecycle.md`); the freshness
-tests render them again in memory and compare. Everything is built from `machines.catalog`,
+tests render them again in memory and compare. Everything is built from `machines.chart_data`,
 so guards and actions appear exactly as the chart names them, and the output is
 deterministic (no object ids, unlike the library's own DOT renderer, which also needs pydot
 and shows no actions on edges).
@@ -20,8 +20,8 @@ from collections.abc import Iterable
 
 import graphviz
 
-from machines import catalog
-from machines.catalog import StateInfo, TransitionInfo
+from machines import chart_data
+from machines.chart_data import StateInfo, TransitionInfo
 from machines.diagrams.charts import TASK, Chart
 
 HIGHLIGHT_FILL = "#40E0D0"
@@ -38,7 +38,7 @@ def resolve_state(name: str | None, chart: Chart = TASK) -> str | None:
         return None
     if name in chart.phase_states:
         return chart.phase_states[name]
-    for state in catalog.states(chart.machine):
+    for state in chart_data.states(chart.machine):
         if name in (state.id, state.name):
             return state.id
     raise ValueError(f"unknown state or phase {name!r}")
@@ -51,7 +51,7 @@ def _display_name(state: StateInfo) -> str:
 
 
 def _children(parent: str | None, chart: Chart) -> list[StateInfo]:
-    return [s for s in catalog.states(chart.machine) if s.parent == parent]
+    return [s for s in chart_data.states(chart.machine) if s.parent == parent]
 
 
 def _initial_path(chart: Chart) -> list[str]:
@@ -69,7 +69,7 @@ def _initial_path(chart: Chart) -> list[str]:
 
 
 def _ancestors(state_id: str, chart: Chart) -> list[str]:
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     chain, current = [], by_id[state_id].parent
     while current is not None:
         chain.append(current)
@@ -91,7 +91,7 @@ def _internal_lines(state: StateInfo, chart: Chart) -> list[str]:
     lines = [f"entry / {', '.join(state.entry)}"] if state.entry else []
     lines += [
         t.label
-        for t in catalog.transitions(chart.machine)
+        for t in chart_data.transitions(chart.machine)
         if t.source == state.id and t.target is None
     ]
     return lines
@@ -138,7 +138,7 @@ def _mermaid_scope(parent: str | None, depth: int, chart: Chart) -> list[str]:
         else:
             lines.append(f'{pad}state "{_display_name(state)}" as {state.id}')
             lines += [f"{pad}{state.id} : {text}" for text in _internal_lines(state, chart)]
-    for t in catalog.transitions(chart.machine):
+    for t in chart_data.transitions(chart.machine):
         if t.target is not None and _scope(t, chart) == parent:
             label = f" : {t.label}" if t.label else ""
             lines.append(f"{pad}{t.source} --> {t.target}{label}")
@@ -191,8 +191,8 @@ def render_dot(highlight: str | None = None, chart: Chart = TASK) -> str:
     )
     _dot_scope(graph, None, marked, chart)
     graph.edge("__start", _initial_path(chart)[-1])
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
-    for t in catalog.transitions(chart.machine):
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
+    for t in chart_data.transitions(chart.machine):
         if t.target is None:
             continue
         attrs: dict[str, str] = {}
@@ -244,13 +244,13 @@ def _dot_scope(
 
 
 def _source_name(state_id: str, chart: Chart) -> str:
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     state = by_id[state_id]
     if not state.compound:
         return _display_name(state)
     leaves = [
         s.name
-        for s in catalog.states(chart.machine)
+        for s in chart_data.states(chart.machine)
         if not s.compound and state_id in _ancestors(s.id, chart)
     ]
     return f"{state.name} (any of {', '.join(leaves)})"
@@ -262,12 +262,12 @@ def _code(items: Iterable[str]) -> str:
 
 def render_transition_table(chart: Chart = TASK) -> str:
     """Return every transition as a Markdown table, in priority order per source and event."""
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     rows = [
         "| Source | # | Event | Guards (all must hold) | Target | Effects (model) | Verdicts |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for t in catalog.transitions(chart.machine):
+    for t in chart_data.transitions(chart.machine):
         target = "(stays)" if t.target is None else _display_name(by_id[t.target])
         event = f"`{t.event}`" if t.event else "(eventless)"
         rows.append(
@@ -275,7 +275,7 @@ def render_transition_table(chart: Chart = TASK) -> str:
             f" | {_code(t.effects)} | {_code(t.verdicts)} |"
         )
     entries = "; ".join(
-        f"{_display_name(s)}: {_code(s.entry)}" for s in catalog.states(chart.machine) if s.entry
+        f"{_display_name(s)}: {_code(s.entry)}" for s in chart_data.states(chart.machine) if s.entry
     )
     rows += ["", f"Entry actions: {entries}."]
     return "\n".join(rows) + "\n"
@@ -311,10 +311,10 @@ def phase_edges(chart: Chart = TASK) -> dict[tuple[str, str], list[str]]:
     is the reason a transition writes (`Chart.reasons`), else its guards, else its effects, in
     words. Transitions to or from states without a phase (deletion) and targetless ones are
     left out; a pair reached by several transitions gets each label once."""
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     shown = _phase_view_states(chart)
     edges: dict[tuple[str, str], list[str]] = {}
-    for t in catalog.transitions(chart.machine):
+    for t in chart_data.transitions(chart.machine):
         if t.target is None or t.source not in shown or t.target not in shown:
             continue
         if t.source == t.target or by_id[t.target].compound:
@@ -334,7 +334,7 @@ def _words(name: str) -> str:
 
 def _phase_view_states(chart: Chart) -> set[str]:
     """The phase states and the compound states (not the outermost) that hold some."""
-    states = catalog.states(chart.machine)
+    states = chart_data.states(chart.machine)
     phases = {s.id for s in states if s.phase is not None and not s.compound}
     holders = {a for p in phases for a in _ancestors(p, chart)}
     roots = {s.id for s in states if s.parent is None}
@@ -350,7 +350,7 @@ def render_phases_dot(highlight: str | None = None, chart: Chart = TASK) -> str:
     """
     marked = resolve_state(highlight, chart)
     shown = _phase_view_states(chart)
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     name = chart.machine.__name__
     graph = graphviz.Digraph(
         f"{name}Phases",
@@ -367,7 +367,7 @@ def render_phases_dot(highlight: str | None = None, chart: Chart = TASK) -> str:
     )
 
     def scope(g: graphviz.Digraph, parent: str | None) -> None:
-        for state in catalog.states(chart.machine):
+        for state in chart_data.states(chart.machine):
             if state.id not in shown or state.parent != parent:
                 if state.id not in shown and state.parent == parent and state.compound:
                     scope(g, state.id)  # the outermost compound state: not drawn, its children are

@@ -155,7 +155,13 @@ class TaskLifecycle(LifecycleChart):
             | active.job_pending.to(
                 terminated.failed, cond="job_beyond_limits", on="note_job_beyond_limits"
             )
-            | active.job_pending.to(active.running, before="create_job_and_secret")
+            # The Job was just made, so none of its pods can be ready: the pass schedules the pod
+            # check itself and ends the reconcile (a further pass could only schedule it).
+            | active.job_pending.to(
+                active.running,
+                before="create_job_and_secret",
+                on=["schedule_pod_check", "end_reconcile"],
+            )
             # Terminal housekeeping, one step per pass, only once the outcome is durable (D18:
             # entering Terminated ends the pass); the next pass comes from the Job's own event
             # (deleted, gone) or the resync.

@@ -104,9 +104,11 @@ VERDICT_NAMES: Final = (
 MPE_UNAVAILABLE_MESSAGE: Final = "MediaProcessingEntity does not exist or is not ready"
 
 POD_CHECK_SECONDS: Final = 10.0
-"""How soon a Running Task none of whose Job's pods is ready is looked at again (a refusal of its
-pods is an Event, a pod that cannot start is a pod status; no watch of the controller delivers
-either)."""
+"""How soon a Running Task none of whose Job's pods is ready is looked at again at first (a
+refusal of its pods is an Event, a pod that cannot start is a pod status; no watch of the
+controller delivers either). Later checks wait as long as the Job has existed: a refusal shows
+at once, so a Job whose pods have waited long without one (a full cluster, a queue) is looked
+at ever less often, up to the resync period."""
 
 WAIT_MPE_CLIENT: Final = "mpe_client"
 """`PassOutcome.waiting_on` of a Task waiting for its MPE's client to be set up (the MPE's
@@ -310,7 +312,13 @@ class _PassRecord(PassRecord):
         self.look_again(self.observation.resync_seconds)
 
     def schedule_pod_check(self) -> None:
-        self.look_again(min(POD_CHECK_SECONDS, self.observation.resync_seconds))
+        o = self.observation
+        # Refused pods are looked at every POD_CHECK_SECONDS (the refusal may end, or change);
+        # pods that merely wait, as often as the Job's age says (see POD_CHECK_SECONDS).
+        pace = (
+            POD_CHECK_SECONDS if o.job_pods_refused else max(POD_CHECK_SECONDS, o.job_age_seconds)
+        )
+        self.look_again(min(pace, o.resync_seconds))
 
     def schedule_housekeeping(self) -> None:
         """The outcome was just entered: once it is written, the reconcile that wrote it looks

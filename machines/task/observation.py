@@ -206,6 +206,13 @@ class TaskObservation:
             "start is noticed without waiting for the resync."
         ),
     )
+    job_age_seconds: float = field(
+        default=0.0,
+        metadata=_doc(
+            "Seconds since the Job under the Task's name was created (0 when there is none): "
+            "the pod check of a Job whose pods wait is paced by it."
+        ),
+    )
     job_unmakeable: str = field(
         default="",
         metadata=_doc(

@@ -35,6 +35,7 @@ from machines.engine import (
 )
 from machines.workflow.chart import WorkflowLifecycle, configuration_for_phase, events_for
 from machines.workflow.conditions import WorkflowReason, compute_workflow_conditions
+from machines.workflow.guards import fatal_failures
 from machines.workflow.model import EFFECT_NAMES, GUARD_NAMES, WorkflowLifecycleModel
 from machines.workflow.observation import WorkflowObservation
 from machines.workflow.phases import STATE_PHASES, WARNING_PHASES
@@ -66,7 +67,7 @@ class _PassRecord(PassRecord):
     observation: WorkflowObservation
 
     def note_task_failed(self) -> None:
-        names = self.observation.fatal_failures
+        names = fatal_failures(self.observation)
         listed = ", ".join(names)
         if len(names) == 1:
             text = f"Task {listed} failed and its jobFailurePolicy is FailWorkflow"

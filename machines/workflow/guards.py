@@ -10,7 +10,14 @@ Spec: docs/behaviour.md §4.3.
 
 from __future__ import annotations
 
-from machines.workflow.observation import WorkflowObservation
+from machines.workflow.observation import FAIL_WORKFLOW, WorkflowObservation
+
+
+def fatal_failures(observation: WorkflowObservation) -> tuple[str, ...]:
+    """The Failed Tasks that fail their Workflow: `jobFailurePolicy.defaultAction` FailWorkflow,
+    or unset (FailWorkflow is the default, §4.3); `Ignore` does not. The Workflow's failure
+    policy, in one place."""
+    return tuple(name for name, action in observation.failed_tasks if action in ("", FAIL_WORKFLOW))
 
 
 class WorkflowObservationGuards:
@@ -44,7 +51,7 @@ class WorkflowObservationGuards:
 
     def failure_fails_workflow(self, observation: WorkflowObservation) -> bool:
         """A Failed Task's `jobFailurePolicy.defaultAction` is FailWorkflow (or unset)."""
-        return bool(observation.fatal_failures)
+        return bool(fatal_failures(observation))
 
     def finished_ttl_set(self, observation: WorkflowObservation) -> bool:
         """`--finished-ttl` is set: a finished Workflow is deleted once it has passed."""

@@ -88,11 +88,11 @@ class WorkflowObservation:
     )
     succeeded: int = field(default=0, metadata=_doc("Of those, Tasks in phase Succeeded."))
     failed: int = field(default=0, metadata=_doc("Of those, Tasks in phase Failed."))
-    fatal_failures: tuple[str, ...] = field(
+    failed_tasks: tuple[tuple[str, str], ...] = field(
         default=(),
         metadata=_doc(
-            "Names of the Failed Tasks whose `jobFailurePolicy.defaultAction` is FailWorkflow "
-            "(the default), sorted."
+            'Each Failed Task\'s name and its `jobFailurePolicy.defaultAction` as written (`""` '
+            "when unset), sorted; the chart's guards decide which of them fail the Workflow."
         ),
     )
     counts_recorded: bool = field(
@@ -137,13 +137,13 @@ class WorkflowObservation:
             raise ValueError(f"negative Task count in {counts}")
         if self.active + self.succeeded + self.failed != self.total:
             raise ValueError(f"active + succeeded + failed != total in {counts}")
-        if len(self.fatal_failures) > self.failed:
-            raise ValueError("more fatal failures than failed Tasks")
+        if len(self.failed_tasks) > self.failed:
+            raise ValueError("more Failed Tasks named than counted")
         if self.waiting_seconds < 0:
             raise ValueError("a negative waiting duration")
         if self.finished_ttl is not None and self.finished_ttl <= 0:
             raise ValueError("a finished TTL must be positive (None keeps forever)")
-        object.__setattr__(self, "fatal_failures", tuple(sorted(self.fatal_failures)))
+        object.__setattr__(self, "failed_tasks", tuple(sorted(self.failed_tasks)))
         object.__setattr__(self, "conditions", tuple(self.conditions))
 
     # Derived facts: kept as properties so no combination of fields can contradict them.

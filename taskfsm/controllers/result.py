@@ -1,7 +1,7 @@
 """What a reconcile tells its worker, and how an error is classified for the retry.
 
 Every reconciler (Task, Workflow, MediaProcessingEntity) returns a :class:`Result`; the worker of
-the manager (``taskfsm.manager.controller``) requeues the key from it: an error with a per-key
+the manager (``taskfsm.manager.manager``) requeues the key from it: an error with a per-key
 backoff (short for failures of the API, long for errors of the object, never sooner than a
 ``Retry-After``), otherwise after ``requeue_after`` seconds or only on the next event
 (docs/behaviour.md §3.2).
@@ -33,6 +33,17 @@ class Result:
     """The reconcile raised an exception that is no answer of the API (a bug, a library error),
     caught by the reconciler's entry point or by the worker: controller-runtime's recovered
     panic, counted in ``controller_runtime_reconcile_panics_total``; retried like any error."""
+
+    @classmethod
+    def after(cls, seconds: float | None) -> Result:
+        """Look again after ``seconds`` (a chart's verdict; 0: at once, as :data:`AT_ONCE`), or
+        only on the next event (None)."""
+        return cls(requeue_after=None if seconds is None else max(seconds, AT_ONCE))
+
+    @classmethod
+    def at_once(cls) -> Result:
+        """Look again at once: something changed meanwhile that the reconcile must decide on."""
+        return cls(requeue_after=AT_ONCE)
 
 
 def internal_error(exc: BaseException) -> Result:

@@ -48,21 +48,30 @@ class WrittenObjects:
 
     def __init__(self) -> None:
         self._objects: dict[tuple[str, ...], dict[str, Any]] = {}
-        self._deleted: dict[tuple[str, ...], None] = {}
+        self._deleted: dict[tuple[str, ...], int] = {}
+        """Keys seen deleted → the resourceVersion they were seen deleted at (-1: unknown)."""
         self._lock = threading.Lock()
 
     def wrote(self, key: tuple[str, ...], obj: dict[str, Any]) -> None:
+        """Our write of ``obj`` landed. A version no newer than the one the object was seen
+        deleted at is ignored: the answer to a write made before the deletion, handled after
+        the watch's DELETED event, must not bring the object back (nothing would ever remove
+        that copy again, and every read would see a Task or Job that no longer exists)."""
         with self._lock:
+            deleted_at = self._deleted.get(key)
+            if deleted_at is not None and 0 <= _rv(obj) <= deleted_at:
+                return
             self._deleted.pop(key, None)
             if _rv(obj) >= _rv(self._objects.get(key)):
                 self._objects[key] = obj
 
-    def gone(self, key: tuple[str, ...]) -> None:
-        """The object was observed deleted: forget what we wrote, remember that it went."""
+    def gone(self, key: tuple[str, ...], last: dict[str, Any] | None = None) -> None:
+        """The object was observed deleted (``last``: its final version, when known): forget
+        what we wrote, remember that it went."""
         with self._lock:
             self._objects.pop(key, None)
             self._deleted.pop(key, None)
-            self._deleted[key] = None
+            self._deleted[key] = _rv(last)
             if len(self._deleted) > self.TOMBSTONES:
                 del self._deleted[next(iter(self._deleted))]
 
@@ -146,7 +155,7 @@ class Caches:
     def healthy(self) -> list[tuple[str, float]]:
         return [(inf.name, 1.0 if inf.healthy else 0.0) for inf in self.informers.values()]
 
-    # -- Catalog protocol (taskfsm.build.selection) --------------------------------------------
+    # -- Catalog protocol (taskfsm.selection.choose) --------------------------------------------
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         informer = self.informers[kind]

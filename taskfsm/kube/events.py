@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from taskfsm.api import names, server_limits
 from taskfsm.api.timestamps import format_micro_time
-from taskfsm.kube.errors import KubeError, NotFound
+from taskfsm.kube.errors import AlreadyExists, KubeError, NotFound
 from taskfsm.kube.rest import EVENTS, Rest
 
 log = logging.getLogger(__name__)
@@ -244,6 +244,8 @@ class EventRecorder:
         }
         try:
             self.rest.create(EVENTS, namespace, body)
+        except AlreadyExists:
+            pass  # its name is this Event's own: a resent create whose first send landed
         except KubeError as exc:
             # Not remembered as sent: the same Event is tried again with the next occurrence.
             log.warning("could not record event", extra={"reason": reason, "error": str(exc)})

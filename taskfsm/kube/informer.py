@@ -114,6 +114,8 @@ class Informer:
         self._stopped = threading.Event()
         self._synced = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lifecycle = threading.Lock()
+        """Orders start and stop: a stop either sees no thread or a started one."""
         self._response: WatchStream | None = None
         self._consecutive_failures = 0
         self._retry_after: float | None = None
@@ -144,19 +146,25 @@ class Informer:
         self._health_handlers.append(handler)
 
     def start(self) -> Informer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"informer-{self.name}", daemon=True
-            )
-            self._thread.start()
+        """Start the loop (once; an informer stopped before it started never starts)."""
+        with self._lifecycle:
+            if self._thread is None and not self._stopped.is_set():
+                thread = threading.Thread(
+                    target=self._run, name=f"informer-{self.name}", daemon=True
+                )
+                thread.start()
+                self._thread = thread  # only a started thread: stop() may join it at once
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the loop: close the open watch at once and wait (bounded) for the thread."""
-        self._stopped.set()
+        """Stop the loop: close the open watch at once and wait (bounded) for the thread. Safe
+        from any thread, also while another one is starting the informer."""
+        with self._lifecycle:
+            self._stopped.set()
+            thread = self._thread
         self._abort_stream()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def reconnect(self, resume_from: str | None = None) -> None:
         """Close the open watch and open a new one at once: from ``resume_from`` when given, else

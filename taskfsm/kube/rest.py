@@ -189,6 +189,7 @@ class Rest:
         write_guard: see :data:`WriteGuard`; None lets every write through. May be set later
             (the controller sets it once leader election starts).
         sleep: how to wait for ``Retry-After`` (tests pass a fake).
+        clock: monotonic seconds, when a permission refusal was given (tests pass a fake).
 
     Every method raises a :class:`taskfsm.kube.errors.KubeError` subclass on failure.
     """
@@ -202,6 +203,7 @@ class Rest:
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         write_guard: WriteGuard | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api_client = api_client
         self.observer = observer
@@ -209,6 +211,7 @@ class Rest:
         self.timeout = timeout
         self.write_guard = write_guard
         self.sleep = sleep
+        self.clock = clock
         self.max_response_bytes: int | None = None
         """Largest answer (and watch event) read, None for no bound: a remote
         MediaProcessingEntity's API server is its owner's, and could answer without end."""
@@ -432,13 +435,13 @@ class Rest:
     def denied(self, now: float | None = None) -> dict[tuple[str, str], str]:
         """(verb, resource) → the API server's message, for each request refused for lack of a
         permission (RBAC) within the last :data:`DENIAL_HOLD_SECONDS` and not succeeded since.
-        The controller reports these on ``/readyz`` (docs/install.md, "RBAC").
+        The controller reports these on ``/readyz`` (docs/install.md, its opening paragraphs).
 
         A permission that is really missing is refused again at every retry (the longest
         backoff is well inside the hold), so it stays listed; a refusal that was the API
         server's own passing state (its RBAC caches still loading after a restart) goes after
         the hold even when that request is never made again."""
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         with self._denied_lock:
             for key, (_, at) in list(self._denied.items()):
                 if now - at > DENIAL_HOLD_SECONDS:
@@ -453,7 +456,7 @@ class Rest:
                         "the API server refused a request for lack of a permission",
                         extra={"verb": key[0], "resource": key[1], "error": message},
                     )
-                self._denied[key] = (message, time.monotonic())
+                self._denied[key] = (message, self.clock())
             else:
                 self._denied.pop(key, None)
 

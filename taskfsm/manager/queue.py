@@ -7,7 +7,14 @@ Semantics follow client-go's rate-limited delaying queue, which every Go control
   again when the first worker calls :meth:`WorkQueue.done` (one reconcile per Task at a time);
 * :meth:`WorkQueue.add_rate_limited` re-adds a failed key after a per-key exponential backoff with
   jitter (``base_delay`` · 2^failures, capped at ``max_delay``); :meth:`WorkQueue.forget` resets it;
-* :meth:`WorkQueue.add_after` re-adds a key after a delay (a guard waiting on time).
+* :meth:`WorkQueue.add_after` re-adds a key after a delay (a guard waiting on time); a key has one
+  such time, the earliest asked for.
+
+One departure, because every reconcile returns when it wants to look again (the chart's
+``requeue_after``, or a backoff): a key's pending delayed add is dropped when a worker takes the
+key, so a Task reconciled for an event is not reconciled again when the look-again time an
+earlier reconcile asked for comes (that reconcile's answer replaces it). Without it, a burst
+longer than the resync period reconciled every Task once more for nothing (docs/benchmarks.md).
 
 Unlike client-go's single FIFO, keys ready to run are served **fairly across namespaces** (the
 part of a key before its first ``/``; docs/operations.md, "Fair share across namespaces"): each
@@ -204,6 +211,8 @@ class WorkQueue:
                 if key is not None:
                     self._processing.add(key)
                     self._dirty.discard(key)
+                    # This reconcile's result replaces the look-again time asked for before.
+                    self._due.pop(key, None)
                     namespace = self._namespace(key)
                     self._running[namespace] = self._running.get(namespace, 0) + 1
                     now = self.clock()
@@ -358,6 +367,7 @@ class WorkQueue:
         now = self.clock()
         while self._waiting and self._waiting[0][0] <= now:
             when, _, key = heapq.heappop(self._waiting)
-            if self._due.get(key) == when:
-                del self._due[key]
+            if self._due.get(key) != when:
+                continue  # replaced by an earlier time, or dropped when a worker took the key
+            del self._due[key]
             self._add_locked(key)

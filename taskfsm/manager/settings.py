@@ -113,27 +113,42 @@ DEFAULTS: Final = Settings()
 
 
 def check(settings: Settings) -> None:
-    """Refuse settings that cannot work together.
+    """Refuse settings that cannot work together: the one check, whether they came from
+    ``taskfsm run``'s flags (whose names the messages use) or from code.
 
     Raises:
         ValueError: naming the setting and why.
     """
     unknown = sorted(set(settings.controllers) - set(CONTROLLERS))
-    if unknown:
+    if unknown or not settings.controllers:
         raise ValueError(
-            f"unknown controller(s) {', '.join(unknown)}: choose from {', '.join(CONTROLLERS)}"
+            f"--controllers: unknown controller(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(CONTROLLERS)}"
         )
     if settings.queue_fairness not in d.QUEUE_FAIRNESS_CHOICES:
         raise ValueError(
-            f"queue fairness must be one of {', '.join(d.QUEUE_FAIRNESS_CHOICES)}, "
+            f"--queue-fairness must be one of {', '.join(d.QUEUE_FAIRNESS_CHOICES)}, "
             f"got {settings.queue_fairness!r}"
         )
     if settings.max_in_flight_per_namespace < 0:
-        raise ValueError("the per-namespace cap must not be negative (0: no cap)")
+        raise ValueError(
+            "--max-in-flight-per-namespace must be at least 0 (0: no cap), got "
+            f"{settings.max_in_flight_per_namespace}"
+        )
     for namespace, weight in settings.namespace_weights:
         if weight < 1:
-            raise ValueError(f"namespace {namespace}: a weight must be at least 1, got {weight}")
+            raise ValueError(
+                f"--namespace-weights: namespace {namespace}: a weight must be at least 1, "
+                f"got {weight}"
+            )
+    if not settings.lease_duration > settings.renew_deadline > settings.retry_period > 0:
+        raise ValueError(
+            "leader election needs --leader-election-lease-duration > "
+            "--leader-election-renew-deadline > --leader-election-retry-period > 0"
+        )
     if settings.buckets < 1:
-        raise ValueError(f"buckets must be at least 1, got {settings.buckets}")
+        raise ValueError(f"--buckets must be at least 1, got {settings.buckets}")
     if settings.buckets > 1 and not settings.leader_election:
-        raise ValueError("buckets above 1 need leader election (--leader-elect)")
+        raise ValueError(
+            "--buckets above 1 needs leader election (--leader-elect): the buckets are Leases"
+        )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from taskfsm.controllers.result import Result, internal_error
-from taskfsm.manager import logs
+from taskfsm.manager import structured_logs
 from taskfsm.manager.metrics import Metrics
 from taskfsm.manager.ownership import Ownership
 from taskfsm.manager.queue import ShutDown, WorkQueue
@@ -88,9 +88,9 @@ def run(
                 queue.add_after(key, GATE_RECHECK_SECONDS)
             continue
         m.active_workers.labels(controller).inc()
-        logs.bind(key=key, reconcile_id=uuid.uuid4().hex[:12])
+        structured_logs.bind(key=key, reconcile_id=uuid.uuid4().hex[:12])
         if bucket is not None:
-            logs.bind(bucket=bucket)
+            structured_logs.bind(bucket=bucket)
         log.debug("reconcile", extra={"controller": controller})
         started = time.monotonic()
         try:
@@ -114,7 +114,7 @@ def run(
                 if result.requeue_after:
                     queue.add_after(key, result.requeue_after)
         finally:
-            logs.clear()
+            structured_logs.clear()
             m.active_workers.labels(controller).dec()
             queue.done(key)
 

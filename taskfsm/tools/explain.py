@@ -3,7 +3,7 @@
 For a Task: phase, message, times, conditions, the chosen MediaProcessingEntity and Function,
 its Job (looked up where it runs: the main cluster, or a remote MediaProcessingEntity's cluster
 through its kubeconfig Secret, read with the caller's credentials; a caller who may not read that
-Secret gets a line saying so, :mod:`taskfsm.tools.jobsite`) with, when pods of the Job failed,
+Secret gets a line saying so, :mod:`taskfsm.tools.job_location`) with, when pods of the Job failed,
 each failed container's exit code, reason and termination message (never log contents: the line
 says which ``kubectl logs`` or ``taskfsm logs`` shows them), the Task's most recent Events
 (what ``kubectl describe`` lists), and the lifecycle diagram with the current state
@@ -28,11 +28,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.workflow.tasks import labelled_workflow
+from taskfsm.controllers.workflow.member_tasks import labelled_workflow
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import EVENTS, JOBS, PODS, Rest
-from taskfsm.tools.jobsite import job_site
+from taskfsm.tools.job_location import job_site
 from taskfsm.tools.tasks import split_kind
 
 _COUNTERS = ("total", "active", "succeeded", "failed")
@@ -391,7 +391,7 @@ def _diagram_lines(
 ) -> list[str]:
     if diagram_format == "none":
         return []
-    from machines import catalog
+    from machines import chart_data
     from machines.diagrams import render
     from machines.diagrams.charts import TASK, WORKFLOW
 
@@ -410,13 +410,13 @@ def _diagram_lines(
         f"Lifecycle ({kind}): {marked}",
         "  Transitions from here (event [guards] / actions):",
     ]
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     scope = {highlight}
     parent = by_id[highlight].parent
     while parent is not None:
         scope.add(parent)
         parent = by_id[parent].parent
-    for t in catalog.transitions(chart.machine):
+    for t in chart_data.transitions(chart.machine):
         if t.source in scope and t.event != "error.execution":
             target = "stays" if t.target is None else f"-> {by_id[t.target].name}"
             lines.append(f"    {t.label or '(eventless)'}  {target}")

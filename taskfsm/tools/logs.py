@@ -1,7 +1,7 @@
 """``taskfsm logs TASK``: the logs of a Task's Job pods, wherever the Job runs.
 
 The Job is the one ``status.jobRef`` records, in the cluster of the Task's MediaProcessingEntity
-(:mod:`taskfsm.tools.jobsite`: the main cluster, or a remote one reached through its kubeconfig
+(:mod:`taskfsm.tools.job_location`: the main cluster, or a remote one reached through its kubeconfig
 Secret with the user's credentials). Its pods are those labelled with the Job's UID, oldest
 first; each pod's containers are shown in turn, with a ``==> pod/container <==`` header when
 there is more than one. ``--tail N`` limits each container to its last N lines.
@@ -23,7 +23,7 @@ from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import PODS, Rest
 from taskfsm.tools import tasks as task_tools
-from taskfsm.tools.jobsite import job_site
+from taskfsm.tools.job_location import job_site
 
 
 class Sink(Protocol):

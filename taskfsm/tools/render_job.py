@@ -2,7 +2,8 @@
 
 Reads local YAML files (the Task, its Function or ClusterFunction, its Workflow, optionally a
 TaskTemplate, MediaProcessingEntities, MediaLocations and their Secrets), runs the same selection
-and builders as the controller (``taskfsm.build``), and prints the Job and the Secret as YAML.
+and builders as the controller (``taskfsm.selection``, ``taskfsm.manifests``), and prints the Job
+and the Secret as YAML.
 The Secret's ``data.json`` is shown decoded, with every credential value masked unless
 ``--show-secrets`` is given. Nothing talks to a cluster, so users can check Functions and
 ``templatePatches`` before applying them.
@@ -20,16 +21,17 @@ from typing import Any
 
 import yaml
 
+from taskfsm import selection
 from taskfsm.api import constants as c
 from taskfsm.api.config import WorkflowManagerConfiguration
-from taskfsm.build import helperdata, jobs, selection
+from taskfsm.manifests import helper_payload, jobs
 
 MASK = "***"
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
 
 
 class FileCatalog:
-    """A :class:`taskfsm.build.selection.Catalog` over objects loaded from files."""
+    """A :class:`taskfsm.selection.choose.Catalog` over objects loaded from files."""
 
     def __init__(self, objects: list[dict[str, Any]]) -> None:
         self.objects = objects
@@ -82,8 +84,8 @@ def render(objects: list[dict[str, Any]], *, task_name: str | None, show_secrets
 
     Raises:
         LookupError: a needed object is not in the files; ``selection.SelectionError``,
-            ``helperdata.HelperDataError``, ``jobs.JobTemplateError`` or
-            ``taskfsm.build.patching.PatchError`` with the messages the controller would report.
+            ``helper_payload.HelperDataError``, ``jobs.JobTemplateError`` or
+            ``taskfsm.strategic_merge.PatchError`` with the messages the controller would report.
     """
     catalog = FileCatalog(objects)
     tasks = [o for o in objects if o.get("kind") == c.KIND_TASK]
@@ -129,7 +131,7 @@ def render(objects: list[dict[str, Any]], *, task_name: str | None, show_secrets
         ),
         None,
     )
-    payload = helperdata.build_payload(
+    payload = helper_payload.build_payload(
         task=task,
         workflow=workflow,
         function=function,

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.workflow.tasks import task_workflow_key
+from taskfsm.controllers.workflow.member_tasks import task_workflow_key
 from taskfsm.kube.informer import DELETED, Informer
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import Resource, Rest

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.workflow.tasks import task_workflow_key, workflow_key
+from taskfsm.controllers.workflow.member_tasks import task_workflow_key, workflow_key
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
 from taskfsm.kube.rest import Rest

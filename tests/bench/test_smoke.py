@@ -23,9 +23,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 KEPT = "# Benchmarks\n\n## Throughput and latency\n\nkept\n"
 """A report's earlier content that a harness writing only its own section must leave as it is."""
+OTHERS = "# Benchmarks\n\n## HTTP client CPU per request\n\nkept\n"
+"""A section another harness wrote, which the controller's harness (it writes the page's first
+sections) must keep."""
 
 
 def check_controller(text: str, data: dict[str, Any]) -> None:
+    # Regression: a run of the controller's harness alone dropped the other harnesses' sections.
+    assert text.count("## HTTP client CPU per request\n\nkept\n") == 1
+    assert text.index("## HTTP client CPU per request") > text.index("## Fair share under a flood")
     for heading in (
         "## Throughput and latency",
         "## API cost per Task",
@@ -53,6 +59,10 @@ def check_controller(text: str, data: dict[str, Any]) -> None:
         assert row["a_complete"], row
         assert row["b_flood"]["done"] == row["b_flood"]["tasks"] >= 1, row
         assert row["b_idle"]["done"] == row["b_idle"]["tasks"] >= 1, row
+        # The API server's own write latency beside B's, measured in the same seconds.
+        assert row["probe_flood"]["p50"] > 0, row
+        assert row["probe_idle"]["p50"] > 0, row
+    assert "probe p50 flood / idle" in text
 
 
 def check_http(text: str, data: dict[str, Any]) -> None:
@@ -131,7 +141,8 @@ class Harness:
     script: str
     args: tuple[str, ...]
     check: Callable[[str, dict[str, Any]], None]
-    keeps_earlier_sections: bool = False
+    earlier: str = ""
+    """What the report holds before the harness runs (another harness's sections to keep)."""
     rerendered_section: str | None = None
     """The heading of a section the harness can render again from its raw figures (``--from-json``)."""
 
@@ -141,15 +152,16 @@ HARNESSES = {
         "bench_controller.py",
         ("--quick", "--sizes", "5", "--workers", "1,4"),
         check_controller,
+        earlier=OTHERS,
     ),
-    "http": Harness("bench_http.py", ("--quick",), check_http, keeps_earlier_sections=True),
+    "http": Harness("bench_http.py", ("--quick",), check_http, earlier=KEPT),
     "admission": Harness("bench_admission.py", ("--quick",), check_admission),
     "memory": Harness("bench_memory.py", ("--quick",), check_memory),
     "ui": Harness(
         "bench_ui.py",
         ("--tasks", "50"),
         check_ui,
-        keeps_earlier_sections=True,
+        earlier=KEPT,
         rerendered_section="## taskfsm ui",
     ),
 }
@@ -160,8 +172,8 @@ HARNESSES = {
 def test_benchmark_runs_and_writes_its_section(name: str, tmp_path: Path) -> None:
     harness = HARNESSES[name]
     report, raw = tmp_path / "benchmarks.md", tmp_path / "raw.json"
-    if harness.keeps_earlier_sections:
-        report.write_text(KEPT)
+    if harness.earlier:
+        report.write_text(harness.earlier)
     proc = subprocess.run(
         [
             sys.executable,

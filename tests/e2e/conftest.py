@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from taskfsm.kube.rest import Rest
-from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.manager import Manager, Settings
 from taskfsm.manager.metrics import Metrics
 from taskfsm_dev.controlplane import ControlPlane
 from taskfsm_dev.process import ControllerProcess
@@ -133,15 +133,13 @@ class RequestCounter:
 @pytest.fixture
 def make_controller(
     api_client: client.ApiClient, namespace: str, crds: list[str]
-) -> Iterator[Callable[..., tuple[Controller, RequestCounter]]]:
-    """Build and start an in-process Controller for the test's namespace whose every Rest (main
+) -> Iterator[Callable[..., tuple[Manager, RequestCounter]]]:
+    """Build and start an in-process Manager for the test's namespace whose every Rest (main
     and MediaProcessingEntity clusters) reports to the metrics and to a :class:`RequestCounter`;
     ``rest_class`` swaps the Rest implementation, Settings fields may be overridden."""
-    built: list[Controller] = []
+    built: list[Manager] = []
 
-    def make(
-        *, rest_class: type[Rest] = Rest, **overrides: Any
-    ) -> tuple[Controller, RequestCounter]:
+    def make(*, rest_class: type[Rest] = Rest, **overrides: Any) -> tuple[Manager, RequestCounter]:
         metrics, counter = Metrics(), RequestCounter()
 
         def factory(api: client.ApiClient) -> Rest:
@@ -163,7 +161,7 @@ def make_controller(
             "shutdown_timeout": 5,
             **overrides,
         }
-        ctl = Controller(api_client, Settings(**options), metrics=metrics, rest_factory=factory)
+        ctl = Manager(api_client, Settings(**options), metrics=metrics, rest_factory=factory)
         built.append(ctl)
         return ctl.start(), counter
 

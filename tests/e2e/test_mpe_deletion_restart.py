@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import MEDIA_PROCESSING_ENTITIES, WORKFLOWS
 from taskfsm.kube.rest import JOBS, PODS
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.kubelet import JOB_NAME_LABEL, terminated_status
 from taskfsm_dev.waiting import wait_for

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.build import jobs
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import EVENTS, JOBS, MERGE_PATCH, SECRETS
+from taskfsm.manifests import jobs
 from taskfsm_dev import objects
 from taskfsm_dev.objects import kubeconfig_secret, remote_mpe
 from taskfsm_dev.proxies import ApiProxy
@@ -163,10 +163,24 @@ def test_back_to_back_delete_and_strip_with_the_controller_connected(
         wait_for(
             lambda name=name: children(cluster.rest, namespace, name) == [],
             timeout=120,  # a bound for a loaded machine; a quiet one takes seconds
-            what=f"{name}'s children gone",
+            what=lambda name=name: (
+                f"{name}'s children gone (left: {children(cluster.rest, namespace, name)}; "
+                f"Task: {_described(cluster.task(name))})"
+            ),
         )
     for name in names:
         assert len(ledger.jobs_of(name)) == 1
+
+
+def _described(task: dict[str, Any] | None) -> str:
+    """What a failed wait shows of a Task: gone, or its finalizers, deletion and phase."""
+    if task is None:
+        return "gone"
+    meta = task["metadata"]
+    return (
+        f"finalizers {meta.get('finalizers')}, deleting since {meta.get('deletionTimestamp')}, "
+        f"phase {(task.get('status') or {}).get('phase')}"
+    )
 
 
 def test_task_recreated_under_the_same_name_while_down(

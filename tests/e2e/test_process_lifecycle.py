@@ -123,3 +123,24 @@ def test_a_process_whose_port_was_taken_meanwhile_starts_on_fresh_ones(
             assert proc.probe("/readyz")[0] == 200
         finally:
             proc.ensure_stopped()
+
+
+def test_a_process_started_without_waiting_also_moves_off_a_taken_port(
+    installed_kubeconfig, namespace, tmp_path
+):
+    """Replicas start without waiting and are waited for later (``start_replicas``); a port taken
+    meanwhile made such a start fail, as only ``start`` tried again (a buckets case in CI).
+    ``wait_ready`` itself now starts the process again on fresh ports, whoever started it."""
+    proc = ControllerProcess(installed_kubeconfig(), namespace=namespace, log_dir=tmp_path)
+    taken = proc.health_port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            proc.start(wait_ready=False)
+            proc.wait_ready(60)
+            assert proc.health_port != taken
+            assert "Address already in use" in proc.log_path.read_text()
+            assert proc.probe("/readyz")[0] == 200
+        finally:
+            proc.ensure_stopped()

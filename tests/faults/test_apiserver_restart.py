@@ -41,7 +41,7 @@ def test_controller_finishes_every_task_across_an_apiserver_restart(
     assert fleet.wait_settled(60, ledger) == []
     assert proc.running
     # A restarted API server refuses requests while its RBAC caches load; such a refusal stays
-    # on /readyz for DENIAL_HOLD_SECONDS unless it recurs (docs/install.md, "RBAC").
+    # on /readyz for DENIAL_HOLD_SECONDS unless it recurs (docs/install.md, its opening paragraphs).
     wait_for(
         lambda: proc.probe("/readyz")[0] == 200,
         timeout=DENIAL_HOLD_SECONDS + 60,

@@ -186,13 +186,13 @@ def test_restart_after_crash_point(crash_results, crash):
 def test_crash_points_cover_every_write(faults_api, faults_namespace, fleet, faults_kubelet):
     """Every kind of write an (in-process) controller makes over a succeeding and a failing
     Task's life, deletion included, has a crash point above."""
-    from taskfsm.manager.controller import Controller, Settings
+    from taskfsm.manager.manager import Manager, Settings
 
     log = RequestLog()
     settings = Settings(
         namespace=faults_namespace, metrics_address=None, health_address=None, shutdown_timeout=5
     )
-    ctl = Controller(faults_api, settings, rest_factory=rest_factory(log)).start()
+    ctl = Manager(faults_api, settings, rest_factory=rest_factory(log)).start()
     try:
         fleet.add("good")
         fleet.add("bad", fail=True)

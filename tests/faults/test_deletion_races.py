@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.manager import Manager, Settings
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, FaultyRest, RequestLog
@@ -44,8 +44,8 @@ class HoldableRest(FaultyRest):
 
 def held(
     api: Any, namespace: str, hold: threading.Event, faults: Faults | None = None, **settings: Any
-) -> Controller:
-    """A started in-process Controller whose every Rest is a HoldableRest on ``hold``."""
+) -> Manager:
+    """A started in-process Manager whose every Rest is a HoldableRest on ``hold``."""
     log, faults = RequestLog(), faults or Faults()
 
     def factory(api: Any) -> HoldableRest:
@@ -58,13 +58,13 @@ def held(
         "shutdown_timeout": 5,
         "watch_timeout": 15,
     }
-    return Controller(api, Settings(**{**options, **settings}), rest_factory=factory).start()
+    return Manager(api, Settings(**{**options, **settings}), rest_factory=factory).start()
 
 
 @pytest.fixture
 def held_controller(
     faults_api, faults_namespace
-) -> Iterator[tuple[Controller, Faults, threading.Event]]:
+) -> Iterator[tuple[Manager, Faults, threading.Event]]:
     faults, hold = Faults(), threading.Event()
     ctl = held(faults_api, faults_namespace, hold, faults)
     try:

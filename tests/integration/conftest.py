@@ -10,7 +10,7 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.kube.resources import BY_KIND
-from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.manager import Manager, Settings
 from tests.support.probes import ClusterScoped, Probe
 
 
@@ -63,9 +63,7 @@ def engine(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Eng
 
 
 @pytest.fixture
-def controller(
-    api_client: client.ApiClient, namespace: str, crds: list[str]
-) -> Iterator[Controller]:
+def controller(api_client: client.ApiClient, namespace: str, crds: list[str]) -> Iterator[Manager]:
     """An in-process controller watching only the test's namespace (fast watches, no ports)."""
     settings = Settings(
         namespace=namespace,
@@ -76,7 +74,7 @@ def controller(
         read_margin=10,
         shutdown_timeout=5,
     )
-    ctl = Controller(api_client, settings).start()
+    ctl = Manager(api_client, settings).start()
     yield ctl
     ctl.stop()
 
@@ -101,12 +99,12 @@ def cluster_scoped(api_client: client.ApiClient, crds: list[str]) -> Iterator[Cl
 @pytest.fixture
 def controller_factory(
     api_client: client.ApiClient, namespace: str, crds: list[str]
-) -> Iterator[Callable[..., Controller]]:
-    """Build and start a Controller for the test's namespace; ``rest_factory`` and Settings
+) -> Iterator[Callable[..., Manager]]:
+    """Build and start a Manager for the test's namespace; ``rest_factory`` and Settings
     fields may be overridden. Every controller built is stopped after the test."""
-    built: list[Controller] = []
+    built: list[Manager] = []
 
-    def make(*, rest_factory: Any = None, start: bool = True, **overrides: Any) -> Controller:
+    def make(*, rest_factory: Any = None, start: bool = True, **overrides: Any) -> Manager:
         options: dict[str, Any] = {
             "namespace": namespace,
             "metrics_address": None,
@@ -117,7 +115,7 @@ def controller_factory(
             "shutdown_timeout": 5,
             **overrides,
         }
-        ctl = Controller(api_client, Settings(**options), rest_factory=rest_factory)
+        ctl = Manager(api_client, Settings(**options), rest_factory=rest_factory)
         built.append(ctl)
         return ctl.start() if start else ctl
 

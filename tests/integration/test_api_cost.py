@@ -13,7 +13,7 @@ reported, with only their ceiling asserted.
 from __future__ import annotations
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import (

@@ -6,13 +6,15 @@ kube-controller-manager started by ``tests/conftest.py``.
 
 from __future__ import annotations
 
+import socket
 import uuid
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from taskfsm_dev.controlplane import ControlPlane
+from taskfsm_dev import controlplane
+from taskfsm_dev.controlplane import ControlPlane, free_port
 from taskfsm_dev.crds import install_crds
 from taskfsm_dev.kubelet import ANNOTATION_EXIT_CODE, ANNOTATION_NEVER_START
 from taskfsm_dev.waiting import wait_for
@@ -229,6 +231,33 @@ def test_stop_ends_only_its_own_processes(control_plane: ControlPlane, server_mi
             os.kill(pid, 0)
     with control_plane.api_client() as api:
         assert client.VersionApi(api).get_code().git_version.startswith(f"v1.{server_minor}.")
+
+
+def test_a_control_plane_whose_port_was_taken_meanwhile_starts_on_fresh_ones(
+    control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+):
+    """Ports are picked free before etcd and kube-apiserver bind them; another process taking
+    one meanwhile (a busy machine's ephemeral port) must not fail the start: it is tried again."""
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    picks = iter([squatter.getsockname()[1]])
+    monkeypatch.setattr(
+        controlplane,
+        "free_port",
+        lambda address="127.0.0.1": next(picks, None) or free_port(address),
+    )
+    extra = ControlPlane(
+        name="taskfsm-squatted", controller_manager=False, bin_dir=control_plane.bin_dir
+    )
+    try:
+        extra.start()
+        assert extra.etcd_url != f"http://127.0.0.1:{squatter.getsockname()[1]}"
+        with extra.api_client() as api:
+            assert client.VersionApi(api).get_code().git_version
+    finally:
+        extra.stop()
+        squatter.close()
 
 
 def test_pod_waits_for_the_secret_it_mounts(api_client, namespace, kubelet):

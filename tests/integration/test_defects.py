@@ -18,12 +18,12 @@ import pytest
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.build import jobs
 from taskfsm.kube.resources import (
     CLUSTER_MEDIA_PROCESSING_ENTITIES,
     TASKS,
 )
 from taskfsm.kube.rest import JOBS
+from taskfsm.manifests import jobs
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory

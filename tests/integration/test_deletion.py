@@ -14,11 +14,11 @@ import pytest
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.build import jobs
-from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import Rest
+from taskfsm.manifests import jobs
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.proxies import ApiProxy
 from taskfsm_dev.waiting import wait_for

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.build import helperdata, jobs
 from taskfsm.kube.errors import Conflict, Unavailable
 from taskfsm.kube.rest import JOBS, SECRETS
+from taskfsm.manifests import helper_payload, jobs
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Fault, Faults, ReconcileTap, RequestLog, rest_factory
@@ -245,7 +245,7 @@ def test_f10_job_finished_before_controller_saw_it(
     workflow = engine.get(c.KIND_WORKFLOW, "wf")
     body = jobs.build_job(task=task, function=function, task_template=None, namespace=namespace)
     job = probe.rest.create(JOBS, namespace, body)
-    payload = helperdata.build_payload(
+    payload = helper_payload.build_payload(
         task=task,
         workflow=workflow,
         function=function,

@@ -231,6 +231,7 @@ def test_queue_fairness_values_become_flags():
     and `--max-in-flight-per-namespace` when they differ from the defaults, and is left out
     otherwise; the flags parse."""
     from taskfsm import cli
+    from taskfsm.cli.run import parse_namespace_weights
 
     flags = ("--queue-fairness", "--namespace-weights", "--max-in-flight-per-namespace")
     assert not [a for a in _args(by_kind(render())) if a.startswith(flags)]
@@ -250,7 +251,7 @@ def test_queue_fairness_values_become_flags():
         "--max-in-flight-per-namespace=3",
     ]
     parsed = cli.build_parser().parse_args(["run", *chosen])
-    assert cli._namespace_weights(parsed.namespace_weights) == (("batch", 2), ("media-live", 4))
+    assert parse_namespace_weights(parsed.namespace_weights) == (("batch", 2), ("media-live", 4))
     assert parsed.max_in_flight_per_namespace == 3
 
 

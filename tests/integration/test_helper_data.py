@@ -21,7 +21,7 @@ from kubernetes import client
 
 from taskfsm.api import constants as c
 from taskfsm.api.config import NatsConfiguration
-from taskfsm.build.jobs import job_name
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 
 SECRET_VALUES = ("AKIA-not-a-real-key", "s3cr3t-access-value", "tok-3f9a-value", "pw-unused-value")

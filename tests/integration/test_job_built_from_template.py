@@ -15,7 +15,7 @@ import copy
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from taskfsm.build.jobs import job_name
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import ReconcileTap

@@ -47,11 +47,11 @@ from typing import Any
 import pytest
 import yaml
 
-from taskfsm.build import jobs
 from taskfsm.kube.errors import AlreadyExists, NotFound
 from taskfsm.kube.rest import NAMESPACES, Resource, Rest
+from taskfsm.manifests import jobs
 from taskfsm_dev import objects
-from taskfsm_dev.controlplane import REPO_ROOT, ControlPlane, free_port
+from taskfsm_dev.controlplane import PORT_ATTEMPTS, REPO_ROOT, ControlPlane, free_port
 from taskfsm_dev.crds import install_crds
 from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of
@@ -227,53 +227,66 @@ def kueue(control_plane: ControlPlane, api_client: Any) -> Iterator[Kueue]:
     certs = tmp / "certs"
     write_self_signed(certs)
     (tmp / "etc-overlay").mkdir()
-    health_port, metrics_port, webhook_port = free_port(), free_port(), free_port()
-    config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": KUEUE_NAMESPACE,
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "manageJobsWithoutQueueName": False,
-        "featureGates": {"VisibilityOnDemand": False},
-        "integrations": {"frameworks": ["batch/job"]},
-    }
-    (tmp / "config.yaml").write_text(yaml.safe_dump(config))
     log_path = tmp / "kueue.log"
-    cmd = [
-        unshare,
-        "--mount",
-        "--propagation",
-        "private",
-        "--",
-        "sh",
-        "-c",
-        _MOUNT_AND_RUN,
-        "sh",
-        str(tmp / "etc-overlay"),
-        str(certs),
-        str(binary),
-        f"--config={tmp / 'config.yaml'}",
-        "--zap-log-level=info",
-    ]
-    with log_path.open("wb") as log:
-        popen = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "KUBECONFIG": str(control_plane.kubeconfig)},
-            preexec_fn=_child_setup,
-        )
-    running = Kueue(binary=binary, version=version, log_path=log_path, popen=popen)
+
+    def launch() -> tuple[Kueue, int]:
+        health_port, metrics_port, webhook_port = free_port(), free_port(), free_port()
+        config = {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "namespace": KUEUE_NAMESPACE,
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+            "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+            "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "manageJobsWithoutQueueName": False,
+            "featureGates": {"VisibilityOnDemand": False},
+            "integrations": {"frameworks": ["batch/job"]},
+        }
+        (tmp / "config.yaml").write_text(yaml.safe_dump(config))
+        cmd = [
+            unshare,
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            _MOUNT_AND_RUN,
+            "sh",
+            str(tmp / "etc-overlay"),
+            str(certs),
+            str(binary),
+            f"--config={tmp / 'config.yaml'}",
+            "--zap-log-level=info",
+        ]
+        with log_path.open("ab") as log:
+            popen = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "KUBECONFIG": str(control_plane.kubeconfig)},
+                preexec_fn=_child_setup,
+            )
+        return Kueue(binary=binary, version=version, log_path=log_path, popen=popen), health_port
+
+    running, health_port = launch()
     try:
         deadline = time.monotonic() + 120
+        attempt = 1
         while not _http_ok(f"http://127.0.0.1:{health_port}/readyz"):
-            if popen.poll() is not None:
-                raise KueueError(f"kueue exited ({popen.returncode}):\n{running.tail()}")
+            if running.popen.poll() is not None:
+                # Its ports were picked free a moment before it bound them; another process
+                # may have taken one meanwhile: start again on fresh ones.
+                lost_port = "address already in use" in running.tail(10).lower()
+                if not lost_port or attempt == PORT_ATTEMPTS:
+                    raise KueueError(
+                        f"kueue exited ({running.popen.returncode}):\n{running.tail()}"
+                    )
+                attempt += 1
+                running, health_port = launch()
             if time.monotonic() > deadline:
                 raise KueueError(f"kueue not ready after 120 s:\n{running.tail()}")
             time.sleep(0.3)
@@ -281,6 +294,7 @@ def kueue(control_plane: ControlPlane, api_client: Any) -> Iterator[Kueue]:
             raise KueueError(f"kueue does not report version {version}:\n{running.tail()}")
         yield running
     finally:
+        popen = running.popen
         if popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(popen.pid, signal.SIGTERM)

@@ -15,7 +15,7 @@ import uuid
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.kubelet import SimulatedKubelet
 from taskfsm_dev.waiting import wait_for

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from taskfsm.kube.client import configured
 from taskfsm.kube.rest import Rest
-from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.manager import Manager, Settings
 from taskfsm.tools import rbac
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
@@ -82,7 +82,7 @@ class Forbidden:
 
 def start_controller(
     api: client.ApiClient, namespace: str, forbidden: Forbidden, **more: Any
-) -> Controller:
+) -> Manager:
     settings = Settings(
         namespace=namespace,
         metrics_address=None,
@@ -96,7 +96,7 @@ def start_controller(
         cache_sync_timeout=15,
         **more,
     )
-    return Controller(api, settings, rest_factory=lambda a: Rest(a, observer=forbidden))
+    return Manager(api, settings, rest_factory=lambda a: Rest(a, observer=forbidden))
 
 
 def describe(api_client, namespace: str, engine, forbidden: Forbidden) -> str:
@@ -324,7 +324,7 @@ def test_every_rule_is_needed(api_client, control_plane, namespace, basics, kube
     )
 
 
-def start_quietly(controller: Controller) -> None:
+def start_quietly(controller: Manager) -> None:
     with contextlib.suppress(TimeoutError):
         controller.start()
 
@@ -336,7 +336,7 @@ def wait_until(condition: Any, seconds: float) -> None:
         time.sleep(0.1)
 
 
-def lease_refusals(controller: Controller) -> float:
+def lease_refusals(controller: Manager) -> float:
     """Requests of the controller's metered Rests (the Lease's) answered 403: the test's Rest
     observer does not see them."""
     return sum(

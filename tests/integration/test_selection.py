@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from taskfsm.api import constants as c
@@ -18,6 +19,50 @@ from taskfsm_dev.waiting import wait_for
 from tests.support.probes import now_rfc3339
 
 TIER = "example.com/tier"
+
+
+class SeenFirst:
+    """Creates through ``inner`` (the Engine or the ClusterScoped tracker); a Task only once the
+    controller's caches hold every object created before it. Selection reads those caches, and
+    the Task's watch event can reach the controller before an MPE's or a Function's created a
+    moment earlier (each kind is its own watch): the newest candidate, still unseen, would lose
+    (a clean-clone run picked the older MPE of two)."""
+
+    def __init__(self, inner: Any, controller: Any, created: list[dict[str, Any]]) -> None:
+        self.inner, self.controller, self.created = inner, controller, created
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == c.KIND_TASK:
+            for each in self.created:
+                meta = each["metadata"]
+                wait_for(
+                    lambda m=meta, k=each["kind"]: self.controller.caches.get(
+                        k, m.get("namespace"), m["name"]
+                    ),
+                    timeout=30,
+                    what=f"the controller's cache to hold {each['kind']} {meta['name']}",
+                )
+        made: dict[str, Any] = self.inner.create(obj)
+        self.created.append(made)
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture
+def created() -> list[dict[str, Any]]:
+    return []
+
+
+@pytest.fixture
+def engine(engine, controller, created):
+    return SeenFirst(engine, controller, created)
+
+
+@pytest.fixture
+def cluster_scoped(cluster_scoped, controller, created):
+    return SeenFirst(cluster_scoped, controller, created)
 
 
 def chosen(probe, name: str, *, timeout: float = 60) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from taskfsm.build import jobs
+from taskfsm.manifests import jobs
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.faults import Faults, FaultyRest, ReconcileTap, RequestLog

@@ -2,9 +2,9 @@
 
 The API server applies strategic merge patches to built-in objects itself, with Kubernetes' own
 code (k8s.io/apimachinery strategicpatch). For every case of the shared table
-(tests/unit/patching/smp_cases.py) a real PodTemplate holding the case's pod template is created and
+(tests/unit/strategic_merge/smp_cases.py) a real PodTemplate holding the case's pod template is created and
 PATCHed with ``application/strategic-merge-patch+json``; the server's result is compared with
-:func:`taskfsm.build.patching.apply_strategic_merge` applied to the *stored* original. The server
+:func:`taskfsm.strategic_merge.apply_strategic_merge` applied to the *stored* original. The server
 defaults the object after patching, so taskfsm's result is passed through the same defaulting by a
 dry-run create before the comparison. The table's hand-written ``expected`` is checked the same way,
 so the table documents Kubernetes' behaviour. Malformed patches must be rejected by both sides.
@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from taskfsm.build.patching import PatchError, apply_strategic_merge
+from taskfsm.strategic_merge import PatchError, apply_strategic_merge
 
 SMP = "application/strategic-merge-patch+json"
 
@@ -31,7 +31,7 @@ def _load_cases():
     """The case table lives beside the unit tests; load it by path (tests are not a package)."""
     if "smp_cases" in sys.modules:
         return sys.modules["smp_cases"]
-    path = Path(__file__).resolve().parents[1] / "unit" / "patching" / "smp_cases.py"
+    path = Path(__file__).resolve().parents[1] / "unit" / "strategic_merge" / "smp_cases.py"
     spec = importlib.util.spec_from_file_location("smp_cases", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["smp_cases"] = module

@@ -5,8 +5,8 @@ Succeeded when the Job is resumed."""
 
 from __future__ import annotations
 
-from taskfsm.build import jobs
 from taskfsm.kube.rest import JOBS
+from taskfsm.manifests import jobs
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of

@@ -8,7 +8,7 @@ import json
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 

@@ -22,7 +22,7 @@ from taskfsm.api import constants as c
 from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import Rest
-from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.manager import Manager, Settings
 from taskfsm_dev import objects
 from taskfsm_dev.controlplane import ControlPlane
 from taskfsm_dev.crds import install_crds
@@ -96,7 +96,7 @@ def test_no_status_write_when_nothing_changed_on_crds_without_observed_generatio
     settings = Settings(
         namespace=namespace, metrics_address=None, health_address=None, shutdown_timeout=5
     )
-    ctl = Controller(api, settings, rest_factory=lambda a: FaultyRest(a, log=log, faults=Faults()))
+    ctl = Manager(api, settings, rest_factory=lambda a: FaultyRest(a, log=log, faults=Faults()))
     tap = ReconcileTap(ctl)
     ctl.start()
     try:

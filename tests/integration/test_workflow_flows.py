@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
 from taskfsm.kube.resources import WORKFLOWS
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
 from tests.support.probes import conditions_of

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import TASKS, WORKFLOWS
+from taskfsm.manifests.jobs import job_name
 from taskfsm.tools import explain
 from taskfsm_dev import objects
 from taskfsm_dev.waiting import wait_for
@@ -117,10 +117,14 @@ def test_workflow_of_three_tasks_succeeds_after_the_waiting_duration(
     for i in range(3):
         assert probe.phase(f"t{i}") == "Succeeded"
 
-    path = workflow_path(probe, "wf")
+    # The Succeeded Event is recorded after the status write: wait for it.
+    path = wait_for(
+        lambda: (p := workflow_path(probe, "wf"))[-2:] == ["AwaitingCompletion", "Succeeded"] and p,
+        timeout=30,
+        what=lambda: f"the Succeeded Event (path {workflow_path(probe, 'wf')})",
+    )
     assert path[0] == "Initializing", path
     assert "Running" in path, path
-    assert path[-2:] == ["AwaitingCompletion", "Succeeded"], path
 
     meta, status = wf["metadata"], wf["status"]
     assert c.FINALIZER_WORKFLOW_PROTECTION in meta["finalizers"]
@@ -156,8 +160,16 @@ def test_task_added_while_awaiting_completion_brings_it_back_to_running(
     )
     wf = wait_workflow_phase(probe, "wf", "Succeeded", timeout=90)
     assert counters(wf["status"]) == {"total": 2, "active": 0, "succeeded": 2, "failed": 0}
-    path = workflow_path(probe, "wf")
-    assert path[-4:] == ["AwaitingCompletion", "Running", "AwaitingCompletion", "Succeeded"], path
+    # The phase-change Event is recorded after the status write: wait for it, do not read once
+    # (run 13 read the Events before the Succeeded one was written).
+    expected = ["AwaitingCompletion", "Running", "AwaitingCompletion", "Succeeded"]
+    wait_for(
+        lambda: workflow_path(probe, "wf")[-4:] == expected,
+        timeout=30,
+        what=lambda: (
+            f"the Workflow's Events to tell {expected} (path {workflow_path(probe, 'wf')})"
+        ),
+    )
 
 
 def test_failed_task_with_fail_workflow_fails_the_workflow_then_its_active_tasks(

@@ -17,7 +17,7 @@ from collections import deque
 import pytest
 from statemachine.orderedset import OrderedSet
 
-from machines import catalog
+from machines import chart_data
 from machines.task.chart import (
     PHASE_STATES,
     TaskLifecycle,
@@ -33,20 +33,20 @@ from machines.task.observation import PHASES, TaskObservation, WorkflowState
 
 def test_guard_names_resolve_on_the_protocol() -> None:
     """Every guard the chart names is a guard of `TaskLifecycleModel`."""
-    assert catalog.guard_names(TaskLifecycle) <= set(GUARD_NAMES)
+    assert chart_data.guard_names(TaskLifecycle) <= set(GUARD_NAMES)
 
 
 def test_action_names_resolve_on_the_protocol_or_the_pass_record() -> None:
     """Every action is an effect of the protocol or a verdict of the pass record."""
-    used = catalog.action_names(TaskLifecycle)
+    used = chart_data.action_names(TaskLifecycle)
     assert used <= set(EFFECT_NAMES) | set(VERDICT_NAMES)
     assert all(callable(getattr(_PassRecord, name)) for name in VERDICT_NAMES)
 
 
 def test_every_protocol_name_is_used_by_the_chart() -> None:
     """The protocol lists nothing the chart never calls (no dead contract)."""
-    assert set(GUARD_NAMES) == catalog.guard_names(TaskLifecycle)
-    assert set(EFFECT_NAMES) | set(VERDICT_NAMES) == catalog.action_names(TaskLifecycle)
+    assert set(GUARD_NAMES) == chart_data.guard_names(TaskLifecycle)
+    assert set(EFFECT_NAMES) | set(VERDICT_NAMES) == chart_data.action_names(TaskLifecycle)
 
 
 def test_protocol_members_match_the_name_lists() -> None:
@@ -76,26 +76,28 @@ def test_observation_guards_implement_every_guard() -> None:
 def test_callback_names_do_not_shadow_events_or_states() -> None:
     """A callback named like an event or state would resolve to the machine's attribute."""
     callbacks = set(GUARD_NAMES) | set(EFFECT_NAMES) | set(VERDICT_NAMES)
-    events = set(catalog.events(TaskLifecycle)) | {"error_execution"}
-    states = {s.id for s in catalog.states(TaskLifecycle)}
+    events = set(chart_data.events(TaskLifecycle)) | {"error_execution"}
+    states = {s.id for s in chart_data.states(TaskLifecycle)}
     assert not callbacks & events
     assert not callbacks & states
 
 
 def test_transition_keys_are_unique() -> None:
     """Coverage counts transitions by key, so no two may share one."""
-    keys = [t.key for t in catalog.transitions(TaskLifecycle)]
+    keys = [t.key for t in chart_data.transitions(TaskLifecycle)]
     assert len(keys) == len(set(keys))
 
 
 def _successors(state_id: str) -> set[str]:
     """States active right after a transition from `state_id` or any of its ancestors."""
-    by_id = {s.id: s for s in catalog.states(TaskLifecycle)}
+    by_id = {s.id: s for s in chart_data.states(TaskLifecycle)}
     chain, current = [], state_id
     while current is not None:
         chain.append(current)
         current = by_id[current].parent
-    return {t.target for t in catalog.transitions(TaskLifecycle) if t.source in chain and t.target}
+    return {
+        t.target for t in chart_data.transitions(TaskLifecycle) if t.source in chain and t.target
+    }
 
 
 def _default_entry(state_id: str) -> str:
@@ -119,14 +121,14 @@ def _reachable(start: str) -> set[str]:
 
 def test_every_state_is_reachable() -> None:
     """From a new Task, every atomic state can be reached (so every compound one too)."""
-    atomic = {s.id for s in catalog.states(TaskLifecycle) if not s.compound}
+    atomic = {s.id for s in chart_data.states(TaskLifecycle) if not s.compound}
     assert _reachable(TaskLifecycle.initial_state.id) == atomic
 
 
 def test_every_non_final_state_reaches_a_final_state() -> None:
     """No trap: from every atomic, non-final state some path ends in Finalized."""
-    finals = {s.id for s in catalog.states(TaskLifecycle) if s.final}
-    for state in catalog.states(TaskLifecycle):
+    finals = {s.id for s in chart_data.states(TaskLifecycle) if s.final}
+    for state in chart_data.states(TaskLifecycle):
         if not state.compound and not state.final:
             assert _reachable(state.id) & finals, state.id
 
@@ -142,7 +144,7 @@ def test_library_validations_are_on() -> None:
 def test_terminal_phases_have_no_way_back() -> None:
     """Nothing leaves Succeeded/Failed except deletion (they sit inside Live)."""
     terminal = {"terminated", "succeeded", "failed"}
-    for t in catalog.transitions(TaskLifecycle):
+    for t in chart_data.transitions(TaskLifecycle):
         if t.source in terminal:
             assert t.target is None, t.key
 

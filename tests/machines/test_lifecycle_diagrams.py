@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from machines import catalog
+from machines import chart_data
 from machines.diagrams import graph as diagram
 from machines.diagrams import render
 from machines.task.chart import TaskLifecycle
@@ -36,7 +36,7 @@ def test_committed_images_exist() -> None:
 def test_every_transition_appears_in_the_mermaid_text() -> None:
     """Guards and actions are on the edges and states, not only in the table."""
     text = diagram.render_mermaid()
-    for t in catalog.transitions(TaskLifecycle):
+    for t in chart_data.transitions(TaskLifecycle):
         assert t.label in text, t.key
 
 

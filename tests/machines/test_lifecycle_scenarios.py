@@ -13,7 +13,7 @@ from typing import Any
 import lifecycle_harness
 import pytest
 
-from machines import catalog
+from machines import chart_data
 from machines.task.chart import TaskLifecycle
 
 SCENARIOS = lifecycle_harness.load_scenarios()
@@ -31,7 +31,7 @@ def test_transition_coverage_is_complete(record_property: Callable[[str, object]
     for _, scenario in SCENARIOS:
         for outcome in lifecycle_harness.run_scenario(scenario):
             taken.update(outcome.transitions)
-    every = [t.key for t in catalog.transitions(TaskLifecycle)]
+    every = [t.key for t in chart_data.transitions(TaskLifecycle)]
     unknown = taken - set(every)
     assert not unknown, f"scenarios took transitions the catalogue does not know: {unknown}"
     covered = [key for key in every if key in taken]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from machines import catalog
+from machines import chart_data
 from machines.mpe.chart import MpeLifecycle, configuration_for, events_for
 from machines.mpe.driver import (
     DELETION_POLL_SECONDS,
@@ -76,8 +76,8 @@ def ready(outcome: Any) -> dict[str, tuple[str, str]]:
 
 
 def test_every_name_of_the_chart_resolves_and_every_protocol_name_is_used():
-    assert catalog.guard_names(MpeLifecycle) == set(GUARD_NAMES)
-    assert catalog.action_names(MpeLifecycle) == set(EFFECT_NAMES) | set(VERDICT_NAMES)
+    assert chart_data.guard_names(MpeLifecycle) == set(GUARD_NAMES)
+    assert chart_data.action_names(MpeLifecycle) == set(EFFECT_NAMES) | set(VERDICT_NAMES)
     assert all(callable(getattr(_PassRecord, name)) for name in VERDICT_NAMES)
     members = [
         name
@@ -405,5 +405,5 @@ def test_every_transition_is_taken_in_some_situation():
     taken: set[str] = set()
     for fail, fields in SITUATIONS:
         taken.update(run(fail, **fields).transitions)
-    every = {t.key for t in catalog.transitions(MpeLifecycle)}
+    every = {t.key for t in chart_data.transitions(MpeLifecycle)}
     assert every - taken == set()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from machines import catalog
+from machines import chart_data
 from machines.conditions import Condition
 from machines.workflow.chart import (
     PHASE_STATES,
@@ -18,7 +18,7 @@ from machines.workflow.chart import (
 )
 from machines.workflow.conditions import WorkflowReason, compute_workflow_conditions
 from machines.workflow.driver import VERDICT_NAMES, run_pass
-from machines.workflow.guards import WorkflowObservationGuards
+from machines.workflow.guards import WorkflowObservationGuards, fatal_failures
 from machines.workflow.model import EFFECT_NAMES, GUARD_NAMES, WorkflowLifecycleModel
 from machines.workflow.observation import PHASES, WorkflowObservation
 
@@ -45,15 +45,15 @@ def obs(**fields: Any) -> WorkflowObservation:
 
 
 def test_chart_names_match_the_model_protocol() -> None:
-    assert catalog.guard_names(WorkflowLifecycle) == set(GUARD_NAMES)
-    assert catalog.action_names(WorkflowLifecycle) == set(EFFECT_NAMES) | set(VERDICT_NAMES)
+    assert chart_data.guard_names(WorkflowLifecycle) == set(GUARD_NAMES)
+    assert chart_data.action_names(WorkflowLifecycle) == set(EFFECT_NAMES) | set(VERDICT_NAMES)
     for name in GUARD_NAMES + EFFECT_NAMES:
         assert getattr(WorkflowLifecycleModel, name).__doc__, name
 
 
 def test_every_phase_has_a_state_and_back() -> None:
     assert set(PHASE_STATES) == set(PHASES)
-    states = {s.id: s for s in catalog.states(WorkflowLifecycle)}
+    states = {s.id: s for s in chart_data.states(WorkflowLifecycle)}
     for phase, state_id in PHASE_STATES.items():
         assert states[state_id].phase == phase
         assert STATE_PHASES[state_id] == phase
@@ -62,13 +62,13 @@ def test_every_phase_has_a_state_and_back() -> None:
 
 def test_every_non_final_top_state_handles_errors() -> None:
     handled = {
-        t.source for t in catalog.transitions(WorkflowLifecycle) if t.event == "error.execution"
+        t.source for t in chart_data.transitions(WorkflowLifecycle) if t.event == "error.execution"
     }
     assert handled == {"live", "deleting"}
 
 
 def test_only_finalized_is_final() -> None:
-    assert [s.id for s in catalog.states(WorkflowLifecycle) if s.final] == ["finalized"]
+    assert [s.id for s in chart_data.states(WorkflowLifecycle) if s.final] == ["finalized"]
 
 
 def test_configuration_restores_ancestors() -> None:
@@ -101,7 +101,7 @@ def test_configuration_restores_ancestors() -> None:
                 "deletion_requested": True,
                 "total": 1,
                 "failed": 1,
-                "fatal_failures": ("t",),
+                "failed_tasks": (("t", ""),),
             },
             ("deletion_requested", "observed", "settled"),
         ),
@@ -123,7 +123,7 @@ def test_events_for(fields: dict[str, Any], events: tuple[str, ...]) -> None:
     [
         {"total": 1},
         {"total": 1, "active": 2, "failed": -1},
-        {"total": 1, "active": 1, "fatal_failures": ("t",)},
+        {"total": 1, "active": 1, "failed_tasks": (("t", ""),)},
         {"waiting_seconds": -1},
     ],
 )
@@ -139,10 +139,10 @@ def test_observation_derived_facts() -> None:
         waiting_seconds=20.0,
         total=2,
         failed=2,
-        fatal_failures=("b", "a"),
+        failed_tasks=(("b", ""), ("a", "")),
     )
     assert o.phase == ""
-    assert o.fatal_failures == ("a", "b")
+    assert o.failed_tasks == (("a", ""), ("b", ""))
     assert o.end_time_set
     assert o.remaining_wait == 15.0
     assert obs().remaining_wait == obs().waiting_seconds
@@ -209,7 +209,9 @@ def test_a_raising_guard_ends_the_pass_with_its_error() -> None:
 
 
 def test_several_fatal_failures_are_named_in_the_reason() -> None:
-    o = obs(**SET_UP, phase="Running", total=3, active=1, failed=2, fatal_failures=("b", "a"))
+    o = obs(
+        **SET_UP, phase="Running", total=3, active=1, failed=2, failed_tasks=(("b", ""), ("a", ""))
+    )
     out = run_pass(o, Recorder(), now=NOW)
     assert out.reason is WorkflowReason.TASK_FAILED
     assert out.reason_message == "Tasks a, b failed and their jobFailurePolicy is FailWorkflow"
@@ -233,7 +235,7 @@ def test_d20_task_list_error_is_returned_not_swallowed() -> None:
 def test_d20_failed_is_final_within_the_pass_that_decides_it() -> None:
     """The reference could overwrite Failed in the same pass (Initializing → Running,
     Running → AwaitingCompletion, AwaitingCompletion → Succeeded)."""
-    fatal = {"failed": 1, "fatal_failures": ("t",)}
+    fatal = {"failed": 1, "failed_tasks": (("t", ""),)}
     cases = [
         obs(**SET_UP, phase="Initializing", total=2, active=1, **fatal),
         obs(**SET_UP, phase="Running", total=1, **fatal),
@@ -294,3 +296,15 @@ def test_conditions_keep_their_stamp_unless_they_change() -> None:
     ready, complete = done
     assert (ready.status, ready.last_transition_time) == ("False", later)
     assert (complete.reason, complete.message) == ("TasksCompleted", "3 Tasks terminated")
+
+
+def test_the_failure_policy_is_the_charts_unset_or_fail_workflow_fails_ignore_does_not() -> None:
+    """The observation carries each Failed Task's action as written; which of them fail the
+    Workflow is decided here, once (§4.3: FailWorkflow is the default)."""
+    o = obs(
+        total=3,
+        failed=3,
+        failed_tasks=(("unset", ""), ("ignored", "Ignore"), ("explicit", "FailWorkflow")),
+    )
+    assert fatal_failures(o) == ("explicit", "unset")
+    assert not fatal_failures(obs(total=1, failed=1, failed_tasks=(("ignored", "Ignore"),)))

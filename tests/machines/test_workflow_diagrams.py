@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from machines import catalog
+from machines import chart_data
 from machines.diagrams import graph as diagram
 from machines.diagrams import render
 from machines.diagrams.charts import WORKFLOW as CHART
@@ -46,14 +46,14 @@ def test_committed_images_exist() -> None:
 
 def test_every_transition_appears_in_the_mermaid_text() -> None:
     text = diagram.render_mermaid(chart=CHART)
-    for t in catalog.transitions(WorkflowLifecycle):
+    for t in chart_data.transitions(WorkflowLifecycle):
         assert t.label in text, t.key
 
 
 def test_every_transition_is_in_the_docs_table() -> None:
     table = diagram.render_transition_table(CHART)
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == (
-        2 + len(catalog.transitions(WorkflowLifecycle))
+        2 + len(chart_data.transitions(WorkflowLifecycle))
     )
 
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from machines import catalog
+from machines import chart_data
 from machines.workflow.chart import WorkflowLifecycle
 from machines.workflow.driver import WorkflowPassOutcome, run_pass
-from machines.workflow.guards import WorkflowObservationGuards
+from machines.workflow.guards import WorkflowObservationGuards, fatal_failures
 from machines.workflow.model import EFFECT_NAMES, GUARD_NAMES
 from machines.workflow.observation import TERMINAL_PHASES, WorkflowObservation
 
@@ -118,7 +118,7 @@ def _given(world: dict[str, Any], changes: Mapping[str, Any]) -> None:
     elapse = changes.pop("elapse", 0)
     unknown = set(changes) - _FIELDS
     assert not unknown, f"unknown observation fields {unknown}"
-    if any(k in changes for k in (*_COUNTS, "fatal_failures")):
+    if any(k in changes for k in (*_COUNTS, "failed_tasks")):
         world["counts_recorded"] = False  # the status counters no longer match
     world.update(changes)
     if elapse and world.get("seconds_since_end") is not None:
@@ -139,10 +139,10 @@ def _check_invariants(before: WorkflowObservation, outcome: WorkflowPassOutcome)
         assert outcome.error is not None, "D20: a list error is returned"
         assert outcome.phase == before.phase
     if outcome.phase == "Failed" and before.phase != "Failed":
-        assert before.fatal_failures, "Failed only through a FailWorkflow Task"
+        assert fatal_failures(before), "Failed only through a FailWorkflow Task"
     if outcome.phase == "Succeeded" and before.phase != "Succeeded":
         assert before.active == 0
-        assert not before.fatal_failures
+        assert not fatal_failures(before)
         assert before.seconds_since_end is not None
         assert before.seconds_since_end >= before.waiting_seconds
     if "delete_expired_workflow" in outcome.effects:
@@ -359,7 +359,7 @@ SCENARIOS: list[dict[str, Any]] = [
         "start": RUNNING,
         "passes": [
             {
-                "given": {"active": 2, "failed": 1, "fatal_failures": ("t2",)},
+                "given": {"active": 2, "failed": 1, "failed_tasks": (("t2", ""),)},
                 "expect": {
                     "phase": "Failed",
                     "effects": ["record_task_counts", "ensure_end_time"],
@@ -369,7 +369,11 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             # The Task controller now fails the other Tasks; the counters follow.
             {
-                "given": {"active": 0, "failed": 3, "fatal_failures": ("t1", "t2", "t3")},
+                "given": {
+                    "active": 0,
+                    "failed": 3,
+                    "failed_tasks": (("t1", ""), ("t2", ""), ("t3", "")),
+                },
                 "expect": {"phase": "Failed", "effects": ["record_task_counts"]},
             },
         ],
@@ -379,7 +383,7 @@ SCENARIOS: list[dict[str, Any]] = [
         "start": RUNNING,
         "passes": [
             {
-                "given": {"active": 2, "failed": 1},
+                "given": {"active": 2, "failed": 1, "failed_tasks": (("t1", "Ignore"),)},
                 "expect": {
                     "phase": "Running",
                     "effects": ["record_task_counts"],
@@ -411,7 +415,7 @@ SCENARIOS: list[dict[str, Any]] = [
         "name": "a New Workflow whose Task already failed is queued first, then fails",
         "passes": [
             {
-                "given": {"total": 1, "failed": 1, "fatal_failures": ("t1",)},
+                "given": {"total": 1, "failed": 1, "failed_tasks": (("t1", ""),)},
                 "expect": {"phase": "Initializing", "effects": FIRST_PASS},
             },
             {"expect": {"phase": "Failed", "effects": ["ensure_end_time"], "reason": "TaskFailed"}},
@@ -450,7 +454,7 @@ SCENARIOS: list[dict[str, Any]] = [
         "start": {**AWAITING, "seconds_since_end": WAIT + 5},
         "passes": [
             {
-                "given": {"total": 4, "failed": 1, "fatal_failures": ("late",)},
+                "given": {"total": 4, "failed": 1, "failed_tasks": (("late", ""),)},
                 "expect": {
                     "phase": "Failed",
                     "effects": ["record_task_counts", "ensure_end_time"],
@@ -464,7 +468,7 @@ SCENARIOS: list[dict[str, Any]] = [
         "start": {**SET_UP, "phase": "Initializing"},
         "passes": [
             {
-                "given": {"total": 2, "active": 1, "failed": 1, "fatal_failures": ("t1",)},
+                "given": {"total": 2, "active": 1, "failed": 1, "failed_tasks": (("t1", ""),)},
                 "expect": {
                     "phase": "Failed",
                     "effects": ["record_task_counts", "ensure_end_time"],
@@ -589,7 +593,7 @@ SCENARIOS: list[dict[str, Any]] = [
                 "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]},
             },
             {
-                "given": {"active": 0, "failed": 1, "fatal_failures": ("late",)},
+                "given": {"active": 0, "failed": 1, "failed_tasks": (("late", ""),)},
                 "expect": {"phase": "Succeeded", "effects": ["record_task_counts"]},
             },
         ],
@@ -641,7 +645,7 @@ SCENARIOS: list[dict[str, Any]] = [
             "phase": "Failed",
             "total": 1,
             "failed": 1,
-            "fatal_failures": ("a",),
+            "failed_tasks": (("a", ""),),
             "finished_ttl": 60.0,
         },
         "passes": [{"expect": {"phase": "Failed", "requeue": 60.0}}],
@@ -695,7 +699,7 @@ def test_transition_coverage_is_complete(record_property: Callable[[str, object]
     for scenario in SCENARIOS:
         for outcome in run_scenario(scenario):
             taken.update(outcome.transitions)
-    every = [t.key for t in catalog.transitions(WorkflowLifecycle)]
+    every = [t.key for t in chart_data.transitions(WorkflowLifecycle)]
     unknown = taken - set(every)
     assert not unknown, f"scenarios took transitions the catalogue does not know: {unknown}"
     covered = [key for key in every if key in taken]
@@ -708,5 +712,5 @@ def test_transition_coverage_is_complete(record_property: Callable[[str, object]
 
 def test_every_guard_is_asked_somewhere() -> None:
     """The scenarios reach every guard name of the model (no dead guard)."""
-    used = catalog.guard_names(WorkflowLifecycle)
+    used = chart_data.guard_names(WorkflowLifecycle)
     assert used == set(GUARD_NAMES)

@@ -1,4 +1,4 @@
-"""An in-memory :class:`taskfsm.build.selection.Catalog` for unit tests of the pure builders."""
+"""An in-memory :class:`taskfsm.selection.choose.Catalog` for unit tests of the pure builders."""
 
 from __future__ import annotations
 

@@ -37,11 +37,11 @@ from typing import Any
 from kubernetes import client
 
 from taskfsm.api import constants as c
-from taskfsm.build.jobs import job_name
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.informer import ADDED, Informer
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, NAMESPACES, SECRETS, Rest
+from taskfsm.manifests.jobs import job_name
 from taskfsm_dev import objects
 from taskfsm_dev.process import ControllerProcess
 from tests.support import crashpoints
@@ -89,7 +89,7 @@ class CrashableController(ControllerProcess):
         self.lives += 1
         self._spawn(full, f"[life {self.lives}] ")
         if wait_ready:
-            self.wait_ready_rebinding(timeout, full, f"[life {self.lives}] ")
+            self.wait_ready(timeout)
         return self
 
     def wait_exit(self, timeout: float) -> int | None:

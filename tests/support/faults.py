@@ -1,6 +1,6 @@
 """Client-side request counting and fault injection for controller tests.
 
-A :class:`~taskfsm.manager.controller.Controller` builds every :class:`~taskfsm.kube.rest.Rest` it uses
+A :class:`~taskfsm.manager.manager.Manager` builds every :class:`~taskfsm.kube.rest.Rest` it uses
 through its ``rest_factory``. Tests pass :func:`rest_factory` here to get, for the main cluster and
 every MediaProcessingEntity cluster:
 
@@ -191,7 +191,7 @@ class FaultyRest(Rest):
 def rest_factory(
     log: RequestLog, faults: Faults | None = None
 ) -> Callable[[client.ApiClient], Rest]:
-    """For ``Controller(rest_factory=...)``: FaultyRests sharing ``log`` and ``faults``."""
+    """For ``Manager(rest_factory=...)``: FaultyRests sharing ``log`` and ``faults``."""
     shared = faults or Faults()
 
     def build(api: client.ApiClient) -> Rest:
@@ -237,7 +237,7 @@ class ReconcileTap:
     """Counts finished Task reconciles per key, so a test can wait for one that *started* after
     a change it made (phases are levels: a test asserting "nothing changed" needs that barrier).
 
-    Install on a Controller built with ``start=False`` (workers bind ``reconcile`` at start).
+    Install on a Manager built with ``start=False`` (workers bind ``reconcile`` at start).
     """
 
     def __init__(self, controller: Any) -> None:

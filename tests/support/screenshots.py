@@ -20,7 +20,7 @@ from kubernetes import client
 from taskfsm.api.crdgen import crd_documents
 from taskfsm.kube.resources import BY_KIND, TASKS
 from taskfsm.kube.rest import Rest
-from taskfsm.manager.controller import Controller, Settings
+from taskfsm.manager.manager import Manager, Settings
 from taskfsm_dev import objects
 from taskfsm_dev.controlplane import REPO_ROOT, ControlPlane
 from taskfsm_dev.crds import install_crds
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         install_crds(api, crd_documents())
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
         settings = Settings(namespace=NAMESPACE, metrics_address=None, health_address=None)
-        controller = Controller(api, settings).start()
+        controller = Manager(api, settings).start()
         try:
             with (
                 SimulatedKubelet(api, namespace=NAMESPACE, logs=True),

@@ -330,11 +330,13 @@ def test_a_cut_off_elector_stops_holding_before_the_other_takes_over() -> None:
 
 
 def test_controllers_flag_accepts_the_three_names_and_refuses_others() -> None:
-    from taskfsm.cli import _controllers
+    from taskfsm.cli.run import parse_controllers
+    from taskfsm.manager.settings import Settings, check
 
-    assert _controllers("task, mpe") == {"task", "mpe"}
-    assert _controllers("task,workflow,mpe") == {"task", "workflow", "mpe"}
-    with pytest.raises(SystemExit, match="unknown controller"):
-        _controllers("task,jobs")
-    with pytest.raises(SystemExit, match="none given"):
-        _controllers(",")
+    assert parse_controllers("task, mpe") == {"task", "mpe"}
+    assert parse_controllers("task,workflow,mpe") == {"task", "workflow", "mpe"}
+    check(Settings(controllers=parse_controllers("task, mpe")))
+    with pytest.raises(ValueError, match="unknown controller"):
+        check(Settings(controllers=parse_controllers("task,jobs")))
+    with pytest.raises(ValueError, match="none given"):
+        check(Settings(controllers=parse_controllers(",")))

@@ -11,6 +11,7 @@ import pytest
 
 from taskfsm import cli
 from taskfsm.api import constants as c
+from taskfsm.cli import verbs
 from taskfsm.kube.rest import Rest
 from taskfsm.tools import explain, tasks, views, workflows
 from taskfsm.tools.ui import charts
@@ -202,7 +203,7 @@ def test_moves_age_out_of_the_emphasis() -> None:
 
 
 def test_cli_outputs_match_the_tools() -> None:
-    assert cli.OUTPUTS == tasks.OUTPUTS
+    assert verbs.OUTPUTS == tasks.OUTPUTS
 
 
 @pytest.mark.parametrize(
@@ -374,6 +375,6 @@ def test_workflow_logs_prefix_every_line_with_the_task() -> None:
 def test_list_and_get_take_workflows_and_watch() -> None:
     parser = cli.build_parser()
     args = parser.parse_args(["list", "workflows", "-w"])
-    assert (cli.LIST_KINDS[args.kind], args.watch) == ("Workflow", True)
+    assert (verbs.LIST_KINDS[args.kind], args.watch) == ("Workflow", True)
     assert parser.parse_args(["list"]).kind == "tasks"
     assert parser.parse_args(["get", "workflow/wf", "--watch"]).watch

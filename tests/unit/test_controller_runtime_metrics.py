@@ -14,7 +14,7 @@ from taskfsm.controllers.result import Result, internal_error
 from taskfsm.kube.client import configured
 from taskfsm.kube.errors import NotFound, Unavailable
 from taskfsm.manager import workers
-from taskfsm.manager.controller import Controller
+from taskfsm.manager.manager import Manager
 from taskfsm.manager.metrics import REST_BUCKETS, Metrics
 from taskfsm.manager.ownership import Ownership
 from taskfsm.manager.queue import WorkQueue
@@ -107,12 +107,12 @@ def test_a_failure_of_the_api_is_no_panic() -> None:
 
 
 @pytest.fixture
-def controller() -> Iterator[Controller]:
+def controller() -> Iterator[Manager]:
     with configured(client.Configuration(host=MAIN)) as api:
-        yield Controller(api, Settings(metrics_address=None, health_address=None, workers=3))
+        yield Manager(api, Settings(metrics_address=None, health_address=None, workers=3))
 
 
-def test_max_concurrent_reconciles_is_the_number_of_workers(controller: Controller) -> None:
+def test_max_concurrent_reconciles_is_the_number_of_workers(controller: Manager) -> None:
     """Starting a controller's workers publishes their number, with its error, panic and
     terminal-error series at 0."""
     started: list[str] = []
@@ -161,7 +161,7 @@ def test_request_duration_names_a_remote_server_only_with_tenant_labels(
         configured(client.Configuration(host=MAIN)) as main,
         configured(client.Configuration(host=TENANT)) as remote,
     ):
-        ctl = Controller(main, settings)
+        ctl = Manager(main, settings)
         for rest in (ctl.rest, ctl.rest_factory(remote)):
             assert rest.timer is not None
             rest.timer("GET", 0.01)

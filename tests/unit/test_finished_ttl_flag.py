@@ -8,7 +8,8 @@ import argparse
 import pytest
 
 from taskfsm import defaults
-from taskfsm.cli import _ttl, build_parser
+from taskfsm.cli import build_parser
+from taskfsm.cli.run import parse_ttl
 
 
 @pytest.mark.parametrize(
@@ -24,13 +25,13 @@ from taskfsm.cli import _ttl, build_parser
     ],
 )
 def test_seconds_and_go_durations_are_accepted(text: str, seconds: float) -> None:
-    assert _ttl(text) == seconds
+    assert parse_ttl(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["-1", "-5m", "a week", "", "nan", "inf", "5d"])
 def test_negative_or_unreadable_durations_are_refused(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
-        _ttl(text)
+        parse_ttl(text)
 
 
 def test_the_default_keeps_everything_and_the_flag_parses() -> None:

@@ -48,3 +48,21 @@ def test_backoff_stays_finite_after_a_long_outage() -> None:
     informer = Informer(FailingOnceRest(0.0), JOBS, max_backoff=30.0)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
     informer._consecutive_failures = 5000
     assert 15.0 <= informer._backoff() <= 45.0
+
+
+def test_a_stop_while_another_thread_starts_the_informer_never_fails() -> None:
+    """Found in a clean-clone run (test_rbac): a Manager stopped while another thread was still
+    starting it joined an informer thread created but not yet started ("cannot join thread
+    before it is started"). A stop now sees no thread or a started one; a stopped informer
+    never starts."""
+    for _ in range(200):
+        informer = Informer(FailingOnceRest(0.0), JOBS, max_backoff=0.1)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
+        starter = threading.Thread(target=informer.start)
+        starter.start()
+        informer.stop(timeout=5.0)
+        starter.join()
+        informer.stop(timeout=5.0)
+    stopped = Informer(FailingOnceRest(0.0), JOBS)  # type: ignore[arg-type]  # a fake standing in for the real type: duck-typed
+    stopped.stop()
+    stopped.start()
+    assert stopped._thread is None

@@ -29,9 +29,15 @@ def generator_modules() -> set[str]:
         for path in (ROOT / package).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             if re.search(r"^def main\(", text, re.M) and '"--check"' in text:
-                module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-                found.add(module)
+                parts = path.relative_to(ROOT).with_suffix("").parts
+                found.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return found - set(WRAPPERS)
+
+
+def source_of(module: str) -> str:
+    """The text of ``module`` (a package: its ``__init__``)."""
+    path = ROOT / Path(*module.split("."))
+    return (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text()
 
 
 def test_the_generate_target_runs_every_generator() -> None:
@@ -55,14 +61,14 @@ def test_generators_run_after_what_they_read() -> None:
 def test_every_stale_report_says_run_make_generate() -> None:
     """The generators' ``--check`` reports and the freshness tests' messages."""
     for module in make_generators():
-        source = (ROOT / Path(*module.split("."))).with_suffix(".py").read_text()
+        source = source_of(module)
         assert "run `make generate`" in source, module
     for test in (
         "tests/support/freshness.py",
         "tests/unit/test_generated_deploy.py",
         "tests/unit/api/test_api_crds.py",
         "tests/unit/test_docs.py",
-        "tests/unit/patching/test_patch_meta.py",
+        "tests/unit/strategic_merge/test_patch_meta.py",
         "tests/unit/test_monitoring.py",
     ):
         text = (ROOT / test).read_text()

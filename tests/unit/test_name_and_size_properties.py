@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from machines.conditions import MAX_MESSAGE_BYTES, bounded_message, mark_condition
 from taskfsm.api import constants as c
 from taskfsm.api import names, server_limits
-from taskfsm.build import jobs
 from taskfsm.controllers.task.inputs import JOB_MAX_BYTES, JobInputs, beyond_limits
 from taskfsm.controllers.task.orphans import belongs_to
-from taskfsm.controllers.workflow.tasks import labelled_workflow, workflow_labels
+from taskfsm.controllers.workflow.member_tasks import labelled_workflow, workflow_labels
 from taskfsm.kube.events import EventRecorder
+from taskfsm.manifests import jobs
 from tests.support.examples import examples
 
 # The API server's rules (k8s.io/apimachinery/pkg/util/validation), as its messages state them.

@@ -13,10 +13,10 @@ import copy
 import orjson
 import pytest
 
-from taskfsm.build import jobs
-from taskfsm.build.patching.validate import MAX_LIST_ITEMS
 from taskfsm.kube import wire
 from taskfsm.kube.transforms import default_transform, job_transform
+from taskfsm.manifests import jobs
+from taskfsm.strategic_merge.validate import MAX_LIST_ITEMS
 
 
 def nested(depth: int) -> str:

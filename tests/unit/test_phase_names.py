@@ -7,7 +7,7 @@ terminal phases of each are the states under the chart's Terminated.
 
 from __future__ import annotations
 
-from machines import catalog
+from machines import chart_data
 from machines.conditions import Condition
 from machines.task import phases as task_phases
 from machines.task.chart import TaskLifecycle
@@ -18,7 +18,7 @@ from taskfsm.api import timestamps
 
 
 def _terminal(machine: type) -> set[str]:
-    return {s.phase for s in catalog.states(machine) if s.parent == "terminated" and s.phase}
+    return {s.phase for s in chart_data.states(machine) if s.parent == "terminated" and s.phase}
 
 
 def test_the_task_phases_are_the_same_in_both_layers():

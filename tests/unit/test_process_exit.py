@@ -11,7 +11,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import logging, sys, threading, time
-    from taskfsm.cli import exit_after_stop
+    from taskfsm.cli.run import exit_after_stop
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
     log = logging.getLogger("busy")

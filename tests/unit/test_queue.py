@@ -256,3 +256,37 @@ def test_idle_means_nothing_queued_and_nothing_in_work(queue):
     assert queue.idle()
     queue.add_after("ns/b", 30.0)
     assert queue.idle()  # a delayed key is not work yet
+
+
+def test_an_earlier_time_replaces_a_later_one_which_then_adds_nothing(queue, clock):
+    """A key has one look-again time: asked for 300 s and then 50 s, it comes back at 50 s and
+    not again at 300 s (the later entry fired too, a second reconcile for nothing)."""
+    queue.add_after("ns/a", 300)
+    queue.add_after("ns/a", 50)
+    clock.now += 50
+    assert queue.get(timeout=0) == "ns/a"
+    queue.done("ns/a")
+    clock.now += 300
+    assert queue.get(timeout=0) is None
+
+
+def test_a_key_taken_for_an_event_drops_the_look_again_asked_for_before(queue, clock):
+    """Its reconcile answers when to look again (the chart's requeue_after), replacing the time
+    an earlier reconcile asked for: a burst longer than the resync period no longer reconciles
+    every Task once more at the old time."""
+    queue.add_after("ns/a", 300)
+    queue.add("ns/a")  # an event
+    assert queue.get(timeout=0) == "ns/a"
+    queue.done("ns/a")  # this reconcile asked for nothing more
+    clock.now += 300
+    assert queue.get(timeout=0) is None
+
+
+def test_a_look_again_asked_for_while_the_key_runs_is_kept(queue, clock):
+    queue.add("ns/a")
+    assert queue.get(timeout=0) == "ns/a"
+    queue.add_after("ns/a", 10)  # the reconcile's own answer
+    queue.done("ns/a")
+    assert queue.get(timeout=0) is None
+    clock.now += 10
+    assert queue.get(timeout=0) == "ns/a"

@@ -146,19 +146,19 @@ def test_mpe_queue_has_no_namespace_depth_series():
 
 
 def test_namespace_weights_flag_parses_and_refuses_malformed_entries():
-    from taskfsm import cli
+    from taskfsm.cli.run import parse_namespace_weights
 
-    assert cli._namespace_weights("a=2, b=1,") == (("a", 2), ("b", 1))
-    assert cli._namespace_weights("") == ()
+    assert parse_namespace_weights("a=2, b=1,") == (("a", 2), ("b", 1))
+    assert parse_namespace_weights("") == ()
     for bad in ("a", "a=0", "=2", "a=x"):
         with pytest.raises(SystemExit, match="--namespace-weights"):
-            cli._namespace_weights(bad)
+            parse_namespace_weights(bad)
 
 
 def test_settings_refuse_unknown_fairness_and_negative_cap_or_weights():
     from taskfsm.manager.settings import Settings, check
 
-    with pytest.raises(ValueError, match="queue fairness"):
+    with pytest.raises(ValueError, match="--queue-fairness"):
         check(Settings(queue_fairness="lifo"))
     with pytest.raises(ValueError, match="cap"):
         check(Settings(max_in_flight_per_namespace=-1))

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskfsm.build.jobs import task_key_of
 from taskfsm.controllers.clusters.cluster import (
     JOB_LABEL_SELECTOR,
     MpeCluster,
@@ -39,6 +38,7 @@ from taskfsm.controllers.job_facts import JobFacts, job_facts
 from taskfsm.kube.informer import DELETED, Informer
 from taskfsm.kube.rest import JOBS, SECRETS, Resource, Rest, WatchStream
 from taskfsm.kube.transforms import job_transform
+from taskfsm.manifests.jobs import task_key_of
 
 
 @dataclass

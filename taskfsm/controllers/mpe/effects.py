@@ -19,6 +19,7 @@ from machines.mpe.observation import MpeObservation
 from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeKey, ref_of_key
 from taskfsm.controllers.clusters.registry import MpeRegistry
+from taskfsm.controllers.writes import patch_metadata
 from taskfsm.kube import finalizers
 from taskfsm.kube.errors import KubeError, NotFound
 from taskfsm.kube.resources import BY_KIND
@@ -40,6 +41,7 @@ class MpePorts:
         on_ready: called with the MPE key when it becomes usable (its Tasks are woken, its
             cluster searched for the children of gone Tasks).
         collect_orphans: deletes the children of gone Tasks in one of the MPE's clusters.
+        remember: keeps an MPE this process wrote, for the next pass to read.
     """
 
     rest: Rest
@@ -47,6 +49,7 @@ class MpePorts:
     tasks_using: Callable[[MpeKey], list[dict[str, Any]]]
     on_ready: Callable[[MpeKey], None]
     collect_orphans: Callable[[MpeCluster], None]
+    remember: Callable[[dict[str, Any]], None] = lambda _written: None
 
 
 class MpeEffects(MpeObservationGuards):
@@ -58,31 +61,52 @@ class MpeEffects(MpeObservationGuards):
         self.tasks_using = ports.tasks_using
         self.on_ready = ports.on_ready
         self.collect_orphans = ports.collect_orphans
+        self.remember = ports.remember
         self.key = key
         self.mpe = mpe
+        """The MPE as this reconcile knows it: a metadata write puts the version it answered
+        here, so the status write that follows is made at that version."""
 
     def _mpe(self) -> dict[str, Any]:
         assert self.mpe is not None  # only a gone MPE has none, and its pass drops the client
         return self.mpe
 
-    def _patch(self, patch: list[dict[str, Any]]) -> None:
+    def add_mpe_finalizer(self, observation: MpeObservation) -> None:
+        """The metadata write of every controller (:mod:`taskfsm.controllers.writes`): one merge
+        patch at the resourceVersion read; a 409 ends the pass, quietly retried."""
         mpe = self._mpe()
         meta = mpe["metadata"]
-        res = BY_KIND[mpe["kind"]]
-        self.rest.patch(res, meta.get("namespace"), meta["name"], patch, content_type=JSON_PATCH)
-
-    def add_mpe_finalizer(self, observation: MpeObservation) -> None:
-        add = finalizers.addition(self._mpe(), c.FINALIZER_MPE_PROTECTION)
-        if add is not None:
-            self._patch(add)
+        present = meta.get("finalizers") or []
+        if c.FINALIZER_MPE_PROTECTION in present:
+            return
+        wanted = {**meta, "finalizers": [*present, c.FINALIZER_MPE_PROTECTION]}
+        updated = patch_metadata(
+            self.rest,
+            BY_KIND[mpe["kind"]],
+            wanted,
+            self.remember,
+            reread_on_conflict=False,  # MPEs are listed and watched, never read one by one
+        )
+        self.mpe = {**updated, "kind": mpe["kind"]}
 
     def remove_mpe_finalizer(self, observation: MpeObservation) -> None:
-        remove = finalizers.removal(self._mpe(), c.FINALIZER_MPE_PROTECTION)
-        if remove is not None:
-            try:
-                self._patch(remove)
-            except NotFound:
-                return
+        """The MPE's last write: a JSON patch that removes our finalizer only if the list is still
+        as read (:func:`taskfsm.kube.finalizers.removal`)."""
+        mpe = self._mpe()
+        remove = finalizers.removal(mpe, c.FINALIZER_MPE_PROTECTION)
+        if remove is None:
+            return
+        meta = mpe["metadata"]
+        try:
+            self.rest.patch(
+                BY_KIND[mpe["kind"]],
+                meta.get("namespace"),
+                meta["name"],
+                remove,
+                content_type=JSON_PATCH,
+            )
+        except NotFound:
+            return
 
     def _sync(self, *, keep: bool) -> MpeCluster:
         try:

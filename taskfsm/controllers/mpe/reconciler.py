@@ -32,8 +32,14 @@ from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeKey, ref_of_key
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.mpe.effects import MpeEffects, MpePorts, ShuttingDown
-from taskfsm.controllers.result import AT_ONCE, Result, is_transient, retry_after_of
-from taskfsm.controllers.status_write import patch_status
+from taskfsm.controllers.result import (
+    Result,
+    api_failure,
+    is_conflict,
+    is_transient,
+    retry_after_of,
+)
+from taskfsm.controllers.writes import patch_status, write_failed
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.events import EventRecorder
 from taskfsm.kube.resources import BY_KIND
@@ -98,7 +104,7 @@ class MpeReconciler:
         self.resync_seconds = resync_seconds
         self.cleanup_timeout = cleanup_timeout
         self.clock = clock
-        self.ports = MpePorts(rest, registry, tasks_using, on_ready, collect_orphans)
+        self.ports = MpePorts(rest, registry, tasks_using, on_ready, collect_orphans, remember)
 
     def reconcile(self, text_key: str) -> Result:
         key = parse_mpe_key(text_key)
@@ -112,6 +118,7 @@ class MpeReconciler:
         error = outcome.error
         if error is not None and isinstance(error.exception, ShuttingDown):
             return Result()  # say nothing about the MPE
+        mpe = effects.mpe  # with the version a metadata write of the pass answered
         written: KubeError | None = None
         if mpe is not None and not outcome.finalized:
             written = self._write_status(mpe, outcome)
@@ -121,17 +128,22 @@ class MpeReconciler:
         if error is None and written is not None:
             # The verdict did not land: retried like any failed write (a 409 means the pass read
             # a view that is no longer current; the retry reads again).
-            return Result(
-                error=f"status write failed: {written}",
-                transient=is_transient(written),
-                retry_after=retry_after_of(written),
-            )
+            return write_failed(written, "status write failed", events=self.events, obj=mpe)
         if error is not None:
-            if isinstance(error.exception, KubeError) and not isinstance(error.exception, MpeError):
-                log.warning("MediaProcessingEntity reconcile failed", extra={"error": str(error)})
-            return Result(error=outcome.message)
-        after = outcome.last.requeue_after
-        return Result(requeue_after=None if after is None else max(after, AT_ONCE))
+            failure = (
+                None if isinstance(error.exception, MpeError) else api_failure(error.exception)
+            )
+            if failure is None:
+                return Result(error=outcome.message)
+            if is_conflict(failure):  # the finalizer's write found a newer version: quietly again
+                return write_failed(failure, "MediaProcessingEntity write failed")
+            log.warning("MediaProcessingEntity reconcile failed", extra={"error": str(error)})
+            return Result(
+                error=outcome.message,
+                transient=is_transient(failure),
+                retry_after=retry_after_of(failure),
+            )
+        return Result.after(outcome.last.requeue_after)
 
     def observe(self, key: MpeKey, mpe: dict[str, Any] | None) -> MpeObservation:
         """Read what the MPE's chart decides from (the cache and this process's memory)."""
@@ -178,7 +190,7 @@ class MpeReconciler:
     def _write_status(self, mpe: dict[str, Any], outcome: MpeReconcileOutcome) -> KubeError | None:
         """Patch ``status.conditions`` and ``status.message`` when the pass's verdict changed
         them (a pass without a verdict on the MPE writes nothing), at the resourceVersion the
-        pass read (taskfsm/controllers/status_write.py); returns the error of a write that did
+        pass read (taskfsm/controllers/writes.py); returns the error of a write that did
         not land."""
         detail = outcome.last.detail
         if detail is None:

@@ -3,8 +3,9 @@
 Guards come from ``machines.task.guards.ObservationGuards`` (pure, over the observation); this
 class adds the effects. Each acts through the reconcile's ports, never through the reconciler:
 
-* the reconcile's working copy (:class:`~taskfsm.controllers.task.work.TaskWork`): metadata and
-  status changes collect there, and the write step writes them; the metadata part is written
+* the reconcile's working copy
+  (:class:`~taskfsm.controllers.task.working_copy.WorkingCopy`): metadata and status changes
+  collect there, and the write step writes them; the metadata part is written
   first by the effects that create or delete another object (the finalizer is durable before
   the Job exists, and before the Task asks for its own deletion);
 * the main cluster's Tasks (:class:`~taskfsm.controllers.task.store.TaskStore`): deleting the
@@ -28,17 +29,18 @@ from typing import TYPE_CHECKING, Any
 
 from machines.task.guards import ObservationGuards
 from machines.task.observation import TaskObservation
+from taskfsm import selection
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import format_time
-from taskfsm.build import jobs, selection
 from taskfsm.kube.rest import JOBS, SECRETS
+from taskfsm.manifests import jobs
 
 if TYPE_CHECKING:
     from taskfsm.controllers.clusters.cluster import MpeCluster
     from taskfsm.controllers.task.jobsite import JobSite
     from taskfsm.controllers.task.seen_jobs import SeenJobs
     from taskfsm.controllers.task.store import TaskStore
-    from taskfsm.controllers.task.work import TaskWork
+    from taskfsm.controllers.task.working_copy import WorkingCopy
     from taskfsm.kube.cache import Caches
 
 
@@ -47,7 +49,7 @@ class TaskEffects(ObservationGuards):
 
     def __init__(
         self,
-        work: TaskWork,
+        work: WorkingCopy,
         *,
         store: TaskStore,
         jobs: JobSite,
@@ -73,7 +75,7 @@ class TaskEffects(ObservationGuards):
 
     def set_workflow_ownership(self, observation: TaskObservation) -> None:
         """§3.5: the controller owner reference to the Workflow, and the four labels (§2)."""
-        workflow = self.work.pass_world.workflow
+        workflow = self.work.current_reads.workflow
         if workflow is None:  # the observation said the Workflow exists; the read disagrees
             raise RuntimeError(f"failed to fetch Workflow: {observation.workflow_name}")
         work = self.work
@@ -157,11 +159,11 @@ class TaskEffects(ObservationGuards):
     def record_reselected_mpe(self, observation: TaskObservation) -> None:
         """§3.10: a deleting Task whose status named no MPE records the one selection found
         (the read looked for its Job there)."""
-        self.work.status["mediaProcessingEntityRef"] = self.work.pass_world.mpe_ref
+        self.work.status["mediaProcessingEntityRef"] = self.work.current_reads.mpe_ref
 
     def adopt_job(self, observation: TaskObservation) -> None:
         """D6: the Job under the Task's name is the Task's Job, whatever jobRef said."""
-        job = self.work.pass_world.job
+        job = self.work.current_reads.job
         if job is None:
             raise RuntimeError(f"Job {observation.job_name} vanished while being adopted")
         self.work.status["jobRef"] = jobs.exact_ref(job)
@@ -184,13 +186,13 @@ class TaskEffects(ObservationGuards):
         """
         work = self.work
         self.store.write_metadata(work)
-        world = work.pass_world
+        reads = work.current_reads
         cluster = self._cluster()
         task = work.task
-        inputs = world.job_inputs
+        inputs = reads.job_inputs
         if inputs is None:  # the observation said the inputs were built; the read disagrees
             raise RuntimeError(f"the inputs of Job {observation.job_name} were not read")
-        job = world.job
+        job = reads.job
         if job is not None and not jobs.owns(job, task):
             raise RuntimeError(
                 f"Job {cluster.namespace}/{job['metadata']['name']} already exists "
@@ -198,7 +200,7 @@ class TaskEffects(ObservationGuards):
             )
         if job is None:
             job = self.jobs.create_or_adopt(cluster, JOBS, inputs.body, task)
-            world.job = work.made_job = job
+            reads.job = work.made_job = job
             # This reconcile goes on with the Job it made: its ADDED event is no news.
             self.jobs.remember(cluster, job, known=True)
             self.seen.saw(task["metadata"].get("uid") or "", job["metadata"]["name"])
@@ -214,16 +216,16 @@ class TaskEffects(ObservationGuards):
     def delete_job(self, observation: TaskObservation) -> None:
         """§3.9 / §3.10: delete the Job as observed (UID and resourceVersion preconditions,
         background propagation); gone or replaced is done."""
-        world = self.work.pass_world
+        reads = self.work.current_reads
         current = self.jobs.delete(
-            self._cluster(), world.job or {}, name=observation.job_name, uid=observation.job_uid
+            self._cluster(), reads.job or {}, name=observation.job_name, uid=observation.job_uid
         )
         if current is not None:
-            world.job = current
+            reads.job = current
 
     def release_job_finalizer(self, observation: TaskObservation) -> None:
         """D18: drop ``job-protection`` once the outcome is recorded (or the Task is going)."""
-        job = self.work.pass_world.job
+        job = self.work.current_reads.job
         if not job:
             return
         # The outcome is recorded and nothing follows for a live Task: the event of this write
@@ -231,7 +233,7 @@ class TaskEffects(ObservationGuards):
         self.jobs.release(self._cluster(), job, known=not observation.deletion_requested)
 
     def _cluster(self) -> MpeCluster:
-        cluster = self.work.pass_world.cluster
+        cluster = self.work.current_reads.cluster
         if cluster is None:
             raise RuntimeError("MediaProcessingEntity does not exist or is not ready")
         return cluster

@@ -19,12 +19,13 @@ from typing import Any, Final
 
 import orjson
 
+from taskfsm import selection
 from taskfsm.api import constants as c
 from taskfsm.api import server_limits
 from taskfsm.api.config import NatsConfiguration
-from taskfsm.build import helperdata, jobs, selection
-from taskfsm.build.helperdata import SecretReader
-from taskfsm.build.jobs import JobTemplateError
+from taskfsm.manifests import helper_payload, jobs
+from taskfsm.manifests.helper_payload import SecretReader
+from taskfsm.manifests.jobs import JobTemplateError
 
 SECRET_DATA_MAX_BYTES: Final = 1024 * 1024
 """What the API server lets a Secret's data hold in all (``data: Too long: must have at most
@@ -84,7 +85,7 @@ def build_inputs(
             task_template=template,
             namespace=namespace,
         )
-        payload = helperdata.build_payload(
+        payload = helper_payload.build_payload(
             task=task,
             workflow=workflow,
             function=function,
@@ -93,7 +94,7 @@ def build_inputs(
             read_secret=read_secret,
             nats=settings.nats,
         )
-    except (selection.SelectionError, JobTemplateError, helperdata.HelperDataError) as exc:
+    except (selection.SelectionError, JobTemplateError, helper_payload.HelperDataError) as exc:
         raise InputsUnusable(str(exc)) from None
     return JobInputs(body, payload)
 

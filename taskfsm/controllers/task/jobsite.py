@@ -16,7 +16,6 @@ from typing import Any, Final
 
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
-from taskfsm.build import jobs
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.kube import finalizers
@@ -24,6 +23,7 @@ from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from taskfsm.kube.rest import CORE_EVENTS, JOBS, PODS, SECRETS, Resource
 from taskfsm.kube.transforms import job_transform
+from taskfsm.manifests import jobs
 
 log = logging.getLogger(__name__)
 

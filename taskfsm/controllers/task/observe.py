@@ -1,6 +1,6 @@
 """Observe: condense what a pass read into the chart's `TaskObservation` (pure: no I/O).
 
-:func:`observe` turns a :class:`~taskfsm.controllers.task.work.TaskWorld` (what
+:func:`observe` turns a :class:`~taskfsm.controllers.task.working_copy.PassReads` (what
 :mod:`taskfsm.controllers.task.read` read) into the facts the Task chart decides from; it reads
 no cluster, writes nothing and keeps nothing. The Job's fields come from
 :func:`taskfsm.controllers.job_facts.job_facts`, the same function the Job watch's predicate
@@ -18,31 +18,39 @@ from machines.task.conditions import READY
 from machines.task.observation import JobState, TaskObservation, WorkflowState
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
-from taskfsm.build import jobs
 from taskfsm.controllers.job_facts import job_facts
-from taskfsm.controllers.task.work import TaskWorld
+from taskfsm.controllers.task.working_copy import PassReads
 from taskfsm.kube import wire
+from taskfsm.manifests import jobs
+
+
+def job_age(job: dict[str, Any] | None, now: datetime | None) -> float:
+    """Seconds since ``job`` was created (0 without a Job, a clock or a creationTimestamp)."""
+    created = parse_time(((job or {}).get("metadata") or {}).get("creationTimestamp"))
+    if created is None or now is None:
+        return 0.0
+    return max(0.0, (now - created).total_seconds())
 
 
 def observe(
-    world: TaskWorld,
+    reads: PassReads,
     *,
     resync_seconds: float,
     finished_ttl: float | None = None,
     now: datetime | None = None,
 ) -> TaskObservation:
     """The chart's view of ``world``; ``now`` is the pass's clock (how long ago endTime was)."""
-    task = world.task
+    task = reads.task
     meta = task["metadata"]
     status = task.get("status") or {}
     end = parse_time(status.get("endTime"))
     since_end = None if end is None or now is None else max(0.0, (now - end).total_seconds())
-    workflow = world.workflow
-    facts = job_facts(world.job)
+    workflow = reads.workflow
+    facts = job_facts(reads.job)
     conditions = tuple(Condition.from_dict(d) for d in status.get("conditions") or [])
     job_ref = status.get("jobRef") or {}
-    mpe_ref = world.mpe_ref
-    mpe_ready = world.cluster is not None or bool(world.job_unreadable)
+    mpe_ref = reads.mpe_ref
+    mpe_ready = reads.cluster is not None or bool(reads.job_unreadable)
     return TaskObservation(
         phase=status.get("phase") or "",
         deletion_requested=bool(meta.get("deletionTimestamp")),
@@ -54,35 +62,36 @@ def observe(
         mpe_selected=bool(mpe_ref),
         function_selected=bool(status.get("functionRef")),
         mpe_ready=mpe_ready,
-        mpe_client_pending=world.client_pending,
-        mpe_gone=bool(mpe_ref) and world.mpe is None,
-        mpe_deleting=bool(((world.mpe or {}).get("metadata") or {}).get("deletionTimestamp")),
-        mpe_unrecorded=world.mpe_unrecorded,
-        mpe_problem=world.mpe_problem,
-        mpe_never_reached=world.mpe_never_reached,
-        mpe_refused=world.job_refused,
-        job_unreadable=world.job_unreadable,
-        job_name=world.job_name,
+        mpe_client_pending=reads.client_pending,
+        mpe_gone=bool(mpe_ref) and reads.mpe is None,
+        mpe_deleting=bool(((reads.mpe or {}).get("metadata") or {}).get("deletionTimestamp")),
+        mpe_unrecorded=reads.mpe_unrecorded,
+        mpe_problem=reads.mpe_problem,
+        mpe_never_reached=reads.mpe_never_reached,
+        mpe_refused=reads.job_refused,
+        job_unreadable=reads.job_unreadable,
+        job_name=reads.job_name,
         job=facts.state,
         job_uid=facts.uid,
         job_terminating=facts.terminating,
         job_protected=facts.protected,
-        job_pods_refused=world.pods_refused,
-        job_pods_refused_left=world.pods_refused_left,
+        job_pods_refused=reads.pods_refused,
+        job_pods_refused_left=reads.pods_refused_left,
         job_failure=facts.failure,
         job_pods_waiting=(
-            world.cluster is not None
+            reads.cluster is not None
             and facts.state is JobState.ACTIVE
-            and not ((world.job or {}).get("status") or {}).get("ready")
+            and not ((reads.job or {}).get("status") or {}).get("ready")
         ),
-        job_unmakeable=world.job_unmakeable,
-        job_inputs_problem=world.job_inputs_problem,
-        helper_data_too_large=world.helper_data_too_large,
-        job_beyond_limits=world.job_beyond_limits,
-        job_pending_left=world.job_pending_left if facts.state is not JobState.ABSENT else inf,
+        job_age_seconds=job_age(reads.job, now),
+        job_unmakeable=reads.job_unmakeable,
+        job_inputs_problem=reads.job_inputs_problem,
+        helper_data_too_large=reads.helper_data_too_large,
+        job_beyond_limits=reads.job_beyond_limits,
+        job_pending_left=reads.job_pending_left if facts.state is not JobState.ABSENT else inf,
         job_ref_uid=job_ref.get("uid") or "",
-        job_was_seen=world.job_was_seen,
-        cleanup_wait_left=world.cleanup_wait_left,
+        job_was_seen=reads.job_was_seen,
+        cleanup_wait_left=reads.cleanup_wait_left,
         resync_seconds=resync_seconds,
         seconds_since_end=since_end,
         finished_ttl=finished_ttl,

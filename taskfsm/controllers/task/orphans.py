@@ -11,7 +11,7 @@ controller's garbage collector for them (D5b in docs/behaviour.md §6; the rules
   ``task-name`` labels (a name cut to fit a label only with the annotation that holds it whole,
   so two Tasks whose long names share a prefix are never confused: D24), and to that Task's
   *incarnation* by name: the Job and Secret of a Task are named ``<task>-<hash of its UID>``
-  (``taskfsm.build.jobs.job_name``), so a child whose name is not the current Task's (nor its
+  (``taskfsm.manifests.jobs.job_name``), so a child whose name is not the current Task's (nor its
   ``status.jobRef``, for Jobs made by the Go controller) belongs to a Task that is gone;
 * :meth:`OrphanCollector.collect` is called by every Task reconcile for its key, so the events
   that queue a key find its orphans at once: the Job watches' first lists at start-up (every
@@ -48,12 +48,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from taskfsm.api import constants as c
-from taskfsm.build import jobs
 from taskfsm.kube import finalizers
 from taskfsm.kube.errors import Conflict, KubeError, NotFound
 from taskfsm.kube.events import WARNING, EventRecorder
 from taskfsm.kube.resources import TASKS
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
+from taskfsm.manifests import jobs
 
 if TYPE_CHECKING:
     from taskfsm.controllers.clusters.cluster import MpeCluster

@@ -2,7 +2,7 @@
 
 :meth:`TaskReader.read` reads the Task's Workflow, the MediaProcessingEntity and its client,
 the Job under the Task's deterministic name and, for a running Job without pods, why its pods
-are refused, into a :class:`~taskfsm.controllers.task.work.TaskWorld`;
+are refused, into a :class:`~taskfsm.controllers.task.working_copy.PassReads`;
 :mod:`taskfsm.controllers.task.observe` condenses that into the chart's observation without any
 I/O. The Job is read from its cluster's watch cache, or from the cluster where the chart would
 decide something for good from it (:func:`machines.task.reads.job_read`, in the chart's own
@@ -22,9 +22,9 @@ from typing import Any, Final
 
 from machines.task.observation import JobState, TaskObservation
 from machines.task.reads import JobRead, job_read
+from taskfsm import selection
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
-from taskfsm.build import jobs, selection
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.job_facts import job_facts
@@ -39,9 +39,10 @@ from taskfsm.controllers.task.jobsite import JobSite, PodTrouble
 from taskfsm.controllers.task.observe import own_mpe_ref, workflow_state
 from taskfsm.controllers.task.seen_jobs import SeenJobs
 from taskfsm.controllers.task.store import TaskStore
-from taskfsm.controllers.task.work import TaskWork, TaskWorld
+from taskfsm.controllers.task.working_copy import PassReads, WorkingCopy
 from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import Forbidden, KubeError
+from taskfsm.manifests import jobs
 
 POD_GRACE_SECONDS: Final = 5.0
 """A Job younger than this without pods is not asked about (its pods are still being made)."""
@@ -91,31 +92,31 @@ class TaskReader:
         self.job_pods_refused_timeout = job_pods_refused_timeout
         self.job_settings = job_settings or JobSettings()
 
-    def read(self, work: TaskWork) -> TaskWorld:
+    def read(self, work: WorkingCopy) -> PassReads:
         """What the next pass of ``work``'s Task needs (no write to any cluster)."""
         task = work.task
         meta = task["metadata"]
         status = task.get("status") or {}
         workflow_name = ((task.get("spec") or {}).get("workflowRef") or {}).get("name") or ""
         job_name = jobs.job_name(task)
-        world = TaskWorld(task=task, job_name=job_name)
+        reads = PassReads(task=task, job_name=job_name)
         if workflow_name:
-            world.workflow = self.store.workflow(meta["namespace"], workflow_name)
+            reads.workflow = self.store.workflow(meta["namespace"], workflow_name)
         deleting = bool(meta.get("deletionTimestamp"))
         has_finalizer = c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or [])
         mpe_ref = own_mpe_ref(task)
         if not mpe_ref and deleting and has_finalizer:
             mpe_ref = self._reselect(task)
-            world.mpe_unrecorded = bool(mpe_ref)
-        world.mpe_ref = mpe_ref
-        world.mpe = self._mpe(mpe_ref)
+            reads.mpe_unrecorded = bool(mpe_ref)
+        reads.mpe_ref = mpe_ref
+        reads.mpe = self._mpe(mpe_ref)
         job_ref = status.get("jobRef") or {}
         # The MPE's cluster, or the earlier one its Job was made in (the MPE was pointed elsewhere
         # since; its Jobs stay where they were made, D19).
         cluster = self.clusters.job_cluster(mpe_ref, job_ref)
         if deleting:
             unreachable = self.clusters.unreachable_for(mpe_ref)
-            world.cleanup_wait_left = max(0.0, self.cleanup_timeout - unreachable)
+            reads.cleanup_wait_left = max(0.0, self.cleanup_timeout - unreachable)
         task_uid = meta.get("uid") or ""
         # A deleting Task without our finalizer is going anyway: its Job is not looked at.
         if cluster is not None and not (deleting and not has_finalizer):
@@ -127,77 +128,77 @@ class TaskReader:
             before = TaskObservation(
                 phase=status.get("phase") or "",
                 deletion_requested=deleting,
-                workflow=workflow_state(world.workflow),
+                workflow=workflow_state(reads.workflow),
                 job_ref_uid=job_ref.get("uid") or "",
                 job_was_seen=self.seen.seen(task_uid, job_name),
-                cleanup_wait_left=world.cleanup_wait_left,
+                cleanup_wait_left=reads.cleanup_wait_left,
             )
             try:
                 read = job_read(before, job_watch_healthy=cluster.healthy)
-                world.job = self._job(work, cluster, job_name, job_namespace, read)
+                reads.job = self._job(work, cluster, job_name, job_namespace, read)
             except KubeError as exc:
                 # The Job's cluster does not answer: nothing can be decided about the Job.
-                world.job_unreadable = f"reading Job {job_name}: {exc}"
-                world.job_refused = isinstance(exc, Forbidden) and bool(mpe_ref)
-        if cluster is not None and not world.job_unreadable:
-            world.cluster = cluster
+                reads.job_unreadable = f"reading Job {job_name}: {exc}"
+                reads.job_refused = isinstance(exc, Forbidden) and bool(mpe_ref)
+        if cluster is not None and not reads.job_unreadable:
+            reads.cluster = cluster
             self.clusters.mark_reachable(mpe_ref)
-        elif mpe_ref and (world.job_unreadable or self.clusters.error(mpe_ref)):
+        elif mpe_ref and (reads.job_unreadable or self.clusters.error(mpe_ref)):
             self.clusters.mark_unreachable(mpe_ref)
-        if world.cluster is None:
-            world.client_pending = cluster is None and self.clusters.pending(mpe_ref)
-        world.mpe_problem = self.clusters.error(mpe_ref)
-        if world.cluster is None and world.mpe is not None:
-            world.mpe_never_reached = bool(
+        if reads.cluster is None:
+            reads.client_pending = cluster is None and self.clusters.pending(mpe_ref)
+        reads.mpe_problem = self.clusters.error(mpe_ref)
+        if reads.cluster is None and reads.mpe is not None:
+            reads.mpe_never_reached = bool(
                 self.clusters.never_reached(
-                    {**world.mpe, "kind": (mpe_ref or {}).get("kind") or world.mpe.get("kind")},
+                    {**reads.mpe, "kind": (mpe_ref or {}).get("kind") or reads.mpe.get("kind")},
                     jobs_recorded=bool(job_ref),
                 )
             )
-        if world.job is not None:
+        if reads.job is not None:
             self.seen.saw(task_uid, job_name)
-            if world.cluster is not None:
-                self._pods(world, world.cluster, world.job)
-        world.job_was_seen = self.seen.seen(task_uid, job_name)
+            if reads.cluster is not None:
+                self._pods(reads, reads.cluster, reads.job)
+        reads.job_was_seen = self.seen.seen(task_uid, job_name)
         if (
-            world.cluster is not None
+            reads.cluster is not None
             and status.get("phase") == c.TaskPhase.JOB_PENDING
             and not deleting
         ):
-            world.job_unmakeable = selection.job_refusal(
-                task, self.caches, remote=world.cluster.remote
+            reads.job_unmakeable = selection.job_refusal(
+                task, self.caches, remote=reads.cluster.remote
             )
-            if not world.job_unmakeable and world.workflow is not None:
-                self._inputs(world, world.cluster)
-        return world
+            if not reads.job_unmakeable and reads.workflow is not None:
+                self._inputs(reads, reads.cluster)
+        return reads
 
-    def _inputs(self, world: TaskWorld, cluster: MpeCluster) -> None:
+    def _inputs(self, reads: PassReads, cluster: MpeCluster) -> None:
         """What the Job would be made from, built before anything is created; for a Job that
         exists already (made by an earlier pass whose Secret or status write failed), the
         seconds left of ``job_pods_refused_timeout`` since it was made."""
-        assert world.workflow is not None
+        assert reads.workflow is not None
         try:
-            world.job_inputs = build_inputs(
-                world.task,
-                world.workflow,
+            reads.job_inputs = build_inputs(
+                reads.task,
+                reads.workflow,
                 catalog=self.caches,
                 read_secret=self.store.secret,
                 namespace=cluster.namespace,
                 settings=self.job_settings,
             )
         except InputsUnusable as exc:
-            world.job_inputs_problem = str(exc)
+            reads.job_inputs_problem = str(exc)
         else:
-            world.helper_data_too_large = too_large(world.job_inputs)
-            world.job_beyond_limits = beyond_limits(world.job_inputs)
-        if world.job is not None and self.job_pods_refused_timeout > 0:
-            made = parse_time((world.job.get("metadata") or {}).get("creationTimestamp"))
+            reads.helper_data_too_large = too_large(reads.job_inputs)
+            reads.job_beyond_limits = beyond_limits(reads.job_inputs)
+        if reads.job is not None and self.job_pods_refused_timeout > 0:
+            made = parse_time((reads.job.get("metadata") or {}).get("creationTimestamp"))
             if made is not None:
                 waited = (self.clock() - made).total_seconds()
-                world.job_pending_left = max(0.0, self.job_pods_refused_timeout - waited)
+                reads.job_pending_left = max(0.0, self.job_pods_refused_timeout - waited)
 
     def _job(
-        self, work: TaskWork, cluster: MpeCluster, name: str, namespace: str, read: JobRead
+        self, work: WorkingCopy, cluster: MpeCluster, name: str, namespace: str, read: JobRead
     ) -> dict[str, Any] | None:
         made = work.made_job
         if made is not None and made["metadata"]["name"] == name:
@@ -216,7 +217,7 @@ class TaskReader:
             return None  # no Job was ever recorded: creation finds an existing one (AlreadyExists)
         return self.jobs.fetch(cluster, cluster.namespace, name)
 
-    def _pods(self, world: TaskWorld, cluster: MpeCluster, job: dict[str, Any]) -> None:
+    def _pods(self, reads: PassReads, cluster: MpeCluster, job: dict[str, Any]) -> None:
         """For a running Job none of whose pods is ready: why they do not run, cut to
         :data:`REFUSAL_MESSAGE_MAX` characters, and the seconds left of
         ``job_pods_refused_timeout`` since that began.
@@ -246,12 +247,12 @@ class TaskReader:
         message = trouble.message
         if len(message) > REFUSAL_MESSAGE_MAX:
             message = message[: REFUSAL_MESSAGE_MAX - 1] + "…"
-        world.pods_refused = message
+        reads.pods_refused = message
         if self.job_pods_refused_timeout <= 0:
-            world.pods_refused_left = float("inf")
+            reads.pods_refused_left = float("inf")
         else:
             waited = (now - trouble.since).total_seconds()
-            world.pods_refused_left = max(0.0, self.job_pods_refused_timeout - waited)
+            reads.pods_refused_left = max(0.0, self.job_pods_refused_timeout - waited)
 
     def _mpe(self, ref: dict[str, Any] | None) -> dict[str, Any] | None:
         """The MPE object ``ref`` names, if it names an MPE kind and the cache has it."""

@@ -33,7 +33,7 @@ from taskfsm import defaults
 from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import MpeKey, key_of_ref
 from taskfsm.controllers.clusters.registry import MpeRegistry
-from taskfsm.controllers.result import AT_ONCE, Result, internal_error, is_transient
+from taskfsm.controllers.result import Result, internal_error, is_transient
 from taskfsm.controllers.task.effects import TaskEffects
 from taskfsm.controllers.task.inputs import JobSettings
 from taskfsm.controllers.task.jobsite import JobSite
@@ -42,7 +42,7 @@ from taskfsm.controllers.task.orphans import OrphanCollector
 from taskfsm.controllers.task.read import TaskReader
 from taskfsm.controllers.task.seen_jobs import SeenJobs
 from taskfsm.controllers.task.store import TaskStore
-from taskfsm.controllers.task.work import TaskWork
+from taskfsm.controllers.task.working_copy import WorkingCopy
 from taskfsm.controllers.task.write import TaskWriter, Written
 from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import KubeError
@@ -86,7 +86,7 @@ class TaskReconciler:
         self,
         *,
         reader: TaskReader,
-        effects: Callable[[TaskWork], TaskEffects],
+        effects: Callable[[WorkingCopy], TaskEffects],
         writer: TaskWriter,
         signals: MpeSignals,
         orphans: OrphanCollector | None = None,
@@ -152,13 +152,13 @@ class TaskReconciler:
         return ""
 
     def _reconcile_task(self, task: dict[str, Any]) -> Result:
-        work = TaskWork.of(task, self.clock())
+        work = WorkingCopy.of(task, self.clock())
         effects = self.effects(work)
 
         def read_and_observe() -> Any:
-            work.world = self.reader.read(work)
+            work.reads = self.reader.read(work)
             return observe(
-                work.world,
+                work.reads,
                 resync_seconds=self.resync_seconds,
                 finished_ttl=self.finished_ttl,
                 now=work.now,
@@ -172,10 +172,12 @@ class TaskReconciler:
         written = self.writer.write(work, outcome)
         return self._requeue(work, outcome, written)
 
-    def _requeue(self, work: TaskWork, outcome: TaskReconcileOutcome, written: Written) -> Result:
+    def _requeue(
+        self, work: WorkingCopy, outcome: TaskReconcileOutcome, written: Written
+    ) -> Result:
         """When to look at the Task again, as the outcome says (and who else must look now)."""
         last = outcome.last
-        mpe = key_of_ref((work.world.mpe_ref if work.world else None) or {})
+        mpe = key_of_ref((work.reads.mpe_ref if work.reads else None) or {})
         if WAKE_MPE in last.wake and any(mpe):
             self.signals.recheck(mpe)
         if written.conflict:
@@ -190,13 +192,9 @@ class TaskReconciler:
             # Waiting for something that announces itself: the MPE's reconcile wakes this Task.
             ref = work.status.get("mediaProcessingEntityRef") or {}
             if self.signals.wait(key_of_ref(ref), work.key):
-                return _requeue_after(last.requeue_after)
-            return Result(requeue_after=0.01)  # ready or failed meanwhile: decide again now
-        return _requeue_after(last.requeue_after)
-
-
-def _requeue_after(seconds: float | None) -> Result:
-    return Result(requeue_after=None if seconds is None else max(seconds, AT_ONCE))
+                return Result.after(last.requeue_after)
+            return Result.at_once()  # ready or failed meanwhile: decide again now
+        return Result.after(last.requeue_after)
 
 
 def build_reconciler(
@@ -241,7 +239,7 @@ def build_reconciler(
         if created and job_created:
             on_job_created(max(0.0, (job_created - created).total_seconds()))
 
-    def effects(work: TaskWork) -> TaskEffects:
+    def effects(work: WorkingCopy) -> TaskEffects:
         return TaskEffects(
             work,
             store=store,

@@ -13,8 +13,8 @@ import copy
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.status_write import delete_as_read, patch_status
-from taskfsm.controllers.task.work import TaskWork
+from taskfsm.controllers.task.working_copy import WorkingCopy
+from taskfsm.controllers.writes import delete_as_read, patch_metadata, patch_status
 from taskfsm.kube import finalizers
 from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import Conflict, NotFound
@@ -43,7 +43,7 @@ class TaskStore:
     def forget(self, task: dict[str, Any]) -> None:
         """The Task is deleted (our write removed its last finalizer)."""
         meta = task["metadata"]
-        self.caches.written.gone(("main", TASKS.plural, meta["namespace"], meta["name"]))
+        self.caches.written.gone(("main", TASKS.plural, meta["namespace"], meta["name"]), task)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -79,34 +79,14 @@ class TaskStore:
     # -- writes ----------------------------------------------------------------------------------
 
     def patch_metadata(self, meta: dict[str, Any]) -> dict[str, Any]:
-        """One merge patch of finalizers, owner references, labels and annotations, with the
-        resourceVersion as read (lists are replaced wholesale, so a concurrent change must fail
-        with 409 instead of being lost). Returns the new metadata (as the cache keeps it).
-
-        Raises:
-            KubeError: the write failed; on a 409 the current version is remembered first, so
-                the retry starts from it instead of from a cache that may still lag behind.
-        """
-        patch = {
-            "metadata": {
-                "resourceVersion": meta.get("resourceVersion"),
-                "finalizers": meta.get("finalizers") or None,
-                "ownerReferences": meta.get("ownerReferences") or None,
-                "labels": meta.get("labels") or None,
-                "annotations": meta.get("annotations") or None,
-            }
-        }
-        try:
-            updated = self.rest.patch(TASKS, meta["namespace"], meta["name"], patch)
-        except Conflict:
-            # Someone else changed the Task (F7): remember its current version.
-            self.remember(self.rest.get(TASKS, meta["namespace"], meta["name"]))
-            raise
-        self.remember(updated)
+        """One merge patch of the metadata the controller writes, at the resourceVersion as read
+        (:func:`taskfsm.controllers.writes.patch_metadata`). Returns the new metadata (as the
+        cache keeps it)."""
+        updated = patch_metadata(self.rest, TASKS, meta, self.remember)
         # managedFields mirror the spec and may nest as deep: kept as the cache keeps them.
         return copy.deepcopy(default_transform(updated)["metadata"])
 
-    def write_metadata(self, work: TaskWork) -> None:
+    def write_metadata(self, work: WorkingCopy) -> None:
         """Write ``work``'s collected metadata changes in one merge patch, if any (keeping the
         working status: the patch reply carries the stored one)."""
         if not work.metadata_dirty:
@@ -116,7 +96,7 @@ class TaskStore:
 
     def patch_status(self, meta: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any] | None:
         """Patch ``/status`` at ``meta``'s resourceVersion (see
-        :func:`taskfsm.controllers.status_write.patch_status`); None when the Task is gone."""
+        :func:`taskfsm.controllers.writes.patch_status`); None when the Task is gone."""
         return patch_status(self.rest, TASKS, meta, patch, self.remember)
 
     def delete(self, meta: dict[str, Any]) -> None:
@@ -134,7 +114,7 @@ class TaskStore:
 
     def delete_as_read(self, meta: dict[str, Any]) -> bool:
         """Delete the Task ``meta`` describes, only in that version (see
-        :func:`taskfsm.controllers.status_write.delete_as_read`)."""
+        :func:`taskfsm.controllers.writes.delete_as_read`)."""
         return delete_as_read(self.rest, TASKS, meta)
 
     def remove_finalizer(self, task: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """Write: the end of a Task reconcile, its one status patch and its Events.
 
 :meth:`TaskWriter.write` writes what the passes collected (:class:`~taskfsm.controllers.task.
-work.TaskWork`): the metadata part if still pending, then the status part in one merge patch on
+work.WorkingCopy`): the metadata part if still pending, then the status part in one merge patch on
 ``/status``, both with the resourceVersion the reconcile read, so a write computed from a view
 that is no longer current fails with 409 instead of landing (F7); and then the Events the
 outcome names (the phase change, the chart's notes) plus a Warning ``ReconcileError`` for an
@@ -23,7 +23,7 @@ from machines.engine import WARNING
 from machines.task.driver import TaskReconcileOutcome
 from taskfsm.controllers.result import is_conflict, is_transient, retry_after_of
 from taskfsm.controllers.task.store import TaskStore
-from taskfsm.controllers.task.work import TaskWork
+from taskfsm.controllers.task.working_copy import WorkingCopy
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.events import EventRecorder
 
@@ -57,7 +57,7 @@ class TaskWriter:
         has no such field (an upstream CRD without ``observedGeneration``), so they are neither
         written nor compared any more."""
 
-    def apply(self, work: TaskWork, outcome: Any) -> None:
+    def apply(self, work: WorkingCopy, outcome: Any) -> None:
         """Put one pass's phase, conditions and message into the working copy."""
         status = work.status
         generation = work.meta.get("generation")
@@ -68,7 +68,7 @@ class TaskWriter:
         status["conditions"] = [cond.to_dict() for cond in outcome.conditions] or None
         status["message"] = _message(work, outcome)
 
-    def write(self, work: TaskWork, outcome: TaskReconcileOutcome) -> Written:
+    def write(self, work: WorkingCopy, outcome: TaskReconcileOutcome) -> Written:
         last = outcome.last
         error = last.error
         if error is not None and is_conflict(error.exception):
@@ -111,11 +111,11 @@ class TaskWriter:
             return Written(error=message, transient=transient, retry_after=retry_after)
         return Written()
 
-    def _events(self, work: TaskWork, outcome: TaskReconcileOutcome) -> None:
+    def _events(self, work: WorkingCopy, outcome: TaskReconcileOutcome) -> None:
         for note in outcome.events:
             self.events.record(work.task, note.type, note.reason, note.note)
 
-    def _write_status(self, work: TaskWork) -> None:
+    def _write_status(self, work: WorkingCopy) -> None:
         """Patch ``/status`` with what changed, at the resourceVersion the pass read."""
         before = work.original.get("status") or {}
         after = work.task.get("status") or {}
@@ -138,7 +138,7 @@ class TaskWriter:
         work.meta["resourceVersion"] = updated["metadata"].get("resourceVersion")
 
 
-def _message(work: TaskWork, outcome: Any) -> str:
+def _message(work: WorkingCopy, outcome: Any) -> str:
     """The `status.message` the outcome asks for: its own, or the stored one for a quiet wait."""
     if outcome.waiting_quietly:
         return str((work.original.get("status") or {}).get("message") or "")

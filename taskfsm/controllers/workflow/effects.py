@@ -1,9 +1,9 @@
 """The Workflow lifecycle's effects: the model the Workflow chart's engine calls.
 
 Guards come from ``machines.workflow.guards.WorkflowObservationGuards``; this class adds the
-effects, on the reconcile's working copy (status changes, patched once by the write step) and
-the Workflow store (metadata patches at once, keeping the working status). None calls back into
-the reconciler.
+effects, on the reconcile's working copy (metadata and status changes, each written once by the
+write step with the resourceVersion read, as the Task's) and the Workflow store (the finalizer's
+release and the delete, which end the Workflow's life). None calls back into the reconciler.
 
 Spec: docs/behaviour.md §4.3.
 """
@@ -14,9 +14,8 @@ from machines.workflow.guards import WorkflowObservationGuards
 from machines.workflow.observation import WorkflowObservation
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import format_time
+from taskfsm.controllers.workflow.member_tasks import workflow_labels
 from taskfsm.controllers.workflow.store import WorkflowStore, WorkflowWork
-from taskfsm.controllers.workflow.tasks import workflow_labels
-from taskfsm.kube import finalizers
 
 COUNTERS = ("total", "active", "succeeded", "failed")
 """The status counters a Workflow carries (§4.3)."""
@@ -33,21 +32,20 @@ class WorkflowEffects(WorkflowObservationGuards):
 
     def add_workflow_finalizer(self, observation: WorkflowObservation) -> None:
         """§4.3: added on the first pass; never on a terminating Workflow (the chart's order)."""
-        patch = finalizers.addition(self.work.workflow, c.FINALIZER_WORKFLOW_PROTECTION)
-        if patch is not None:
-            self.work.workflow["metadata"] = self.store.patch_metadata(
-                self.work.meta, patch, json_patch=True
-            )
+        meta = self.work.meta
+        present = meta.get("finalizers") or []
+        if c.FINALIZER_WORKFLOW_PROTECTION not in present:
+            meta["finalizers"] = [*present, c.FINALIZER_WORKFLOW_PROTECTION]
+            self.work.metadata_dirty = True
 
     def set_workflow_labels(self, observation: WorkflowObservation) -> None:
-        """§4.3: the Workflow carries the labels its Tasks carry (a merge patch merges per key)."""
+        """§4.3: the Workflow carries the labels its Tasks carry (other labels stay)."""
         meta = self.work.meta
         wanted = workflow_labels(meta["namespace"], meta["name"])
         have = meta.get("labels") or {}
         if any(have.get(k) != v for k, v in wanted.items()):
-            self.work.workflow["metadata"] = self.store.patch_metadata(
-                meta, {"metadata": {"labels": wanted}}
-            )
+            meta["labels"] = {**have, **wanted}
+            self.work.metadata_dirty = True
 
     def remove_workflow_finalizer(self, observation: WorkflowObservation) -> None:
         """Deletion: no Task is active any more; the Workflow may go."""

@@ -3,8 +3,8 @@ level-triggered. The pipeline is the Task controller's (docs/architecture.md):
 
 1. **read** the Workflow (:class:`~taskfsm.controllers.workflow.store.WorkflowStore`: cache, or
    our own newer write, or a fresh GET when neither is known) and count its Tasks in the Task
-   informer cache (:mod:`taskfsm.controllers.workflow.tasks`); a cache that cannot answer is a
-   list error the pass returns (D20), never "zero Tasks";
+   informer cache (:mod:`taskfsm.controllers.workflow.member_tasks`); a cache that cannot answer
+   is a list error the pass returns (D20), never "zero Tasks";
 2. **observe**: both into a ``machines.workflow.observation.WorkflowObservation`` (the clock
    enters here once: how long ago ``status.endTime`` was);
 3. **pass**: the Workflow chart decides (``machines.workflow.driver.reconcile``): passes while
@@ -18,7 +18,7 @@ level-triggered. The pipeline is the Task controller's (docs/architecture.md):
    (``settled``); a terminated one when its ``--finished-ttl`` is due (deleted then), else
    only on events, like a deleting one.
 
-Triggers (:mod:`taskfsm.controllers.workflow.watch`): every Workflow event queues that Workflow;
+Triggers (:mod:`taskfsm.controllers.workflow.handlers`): every Workflow event queues that Workflow;
 a Task event queues its Workflow when the Task appears, disappears, or changes phase or workflow
 labels. The Task controller queues a Workflow's Tasks on every Workflow event that matters to
 them, so the two reconcilers drive each other through the watch loop.
@@ -39,15 +39,16 @@ from machines.workflow.driver import WorkflowPassOutcome, WorkflowReconcileOutco
 from machines.workflow.observation import WorkflowObservation
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
-from taskfsm.controllers.result import AT_ONCE, Result, internal_error, is_conflict
+from taskfsm.controllers.result import Result, internal_error, is_conflict
 from taskfsm.controllers.workflow.effects import COUNTERS, WorkflowEffects
-from taskfsm.controllers.workflow.store import WorkflowStore, WorkflowWork
-from taskfsm.controllers.workflow.tasks import (
+from taskfsm.controllers.workflow.member_tasks import (
     TaskCount,
     TaskListError,
     WorkflowTasks,
     workflow_labels,
 )
+from taskfsm.controllers.workflow.store import WorkflowStore, WorkflowWork
+from taskfsm.controllers.writes import write_failed
 from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import KubeError
 from taskfsm.kube.events import EventRecorder
@@ -126,20 +127,19 @@ class WorkflowReconciler:
             self._record_events(work, outcome)
             return Result()
         try:
+            self.store.write_metadata(work)
             self._write_status(work)
         except KubeError as exc:  # e.g. the API server is restarting: retry with backoff
-            if is_conflict(exc):
-                # Computed from a version that is no longer current (a lagging cache, another
-                # writer): nothing of it lands; the retry starts from a fresh read. No Warning.
-                return Result(error=f"conflict: {exc}", transient=True)
-            log.warning("workflow status write failed", extra={"workflow": key, "error": str(exc)})
-            return Result(error=f"failed to update Workflow status: {exc}")
+            if not is_conflict(exc):
+                log.warning("workflow write failed", extra={"workflow": key, "error": str(exc)})
+            return write_failed(
+                exc, "failed to update Workflow", events=self.events, obj=work.workflow
+            )
         self._record_events(work, outcome)
         if outcome.message:
             self.events.record(work.workflow, WARNING, "ReconcileError", outcome.message)
             return Result(error=outcome.message)
-        after = outcome.last.requeue_after
-        return Result(requeue_after=None if after is None else max(after, AT_ONCE))
+        return Result.after(outcome.last.requeue_after)
 
     def _record_events(self, work: WorkflowWork, outcome: WorkflowReconcileOutcome) -> None:
         for note in outcome.events:
@@ -182,7 +182,7 @@ class WorkflowReconciler:
             active=count.active,
             succeeded=count.succeeded,
             failed=count.failed,
-            fatal_failures=count.fatal_failures,
+            failed_tasks=count.failed_tasks,
             counts_recorded=all(status.get(k) == getattr(count, k) for k in COUNTERS),
             seconds_since_end=None if end is None else max(0.0, (work.now - end).total_seconds()),
             waiting_seconds=self.waiting_seconds,

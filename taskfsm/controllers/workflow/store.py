@@ -2,7 +2,8 @@
 working copy of one reconcile.
 
 Reads go through the informer cache with read-your-writes; every write carries a precondition
-and is remembered, so the watch event of the version this process wrote wakes nobody.
+(:mod:`taskfsm.controllers.writes`) and is remembered, so the watch event of the version this
+process wrote wakes nobody.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from datetime import datetime
 from typing import Any
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.status_write import delete_as_read, patch_status
+from taskfsm.controllers.writes import delete_as_read, patch_metadata, patch_status
 from taskfsm.kube import finalizers
 from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import NotFound
 from taskfsm.kube.resources import WORKFLOWS
-from taskfsm.kube.rest import JSON_PATCH, Rest
+from taskfsm.kube.rest import Rest
 
 
 @dataclass
 class WorkflowWork:
-    """One reconcile's working copy of the Workflow (status changes collect here)."""
+    """One reconcile's working copy of the Workflow (metadata and status changes collect here)."""
 
     original: dict[str, Any]
     workflow: dict[str, Any]
     now: datetime
+    metadata_dirty: bool = False
+    """Metadata changed in the working copy and not written yet."""
 
     @classmethod
     def of(cls, workflow: dict[str, Any], now: datetime) -> WorkflowWork:
@@ -69,14 +72,15 @@ class WorkflowStore:
         except NotFound:
             return None
 
-    def patch_metadata(
-        self, meta: dict[str, Any], body: Any, *, json_patch: bool = False
-    ) -> dict[str, Any]:
-        """Patch the Workflow's metadata now; returns the new metadata."""
-        kwargs = {"content_type": JSON_PATCH} if json_patch else {}
-        updated = self.rest.patch(WORKFLOWS, meta["namespace"], meta["name"], body, **kwargs)
-        self.remember(updated)
-        return copy.deepcopy(updated["metadata"])
+    def write_metadata(self, work: WorkflowWork) -> None:
+        """Write ``work``'s collected metadata changes in one merge patch at the resourceVersion
+        read (:func:`taskfsm.controllers.writes.patch_metadata`), if any; the working status
+        stays (the reply carries the stored one)."""
+        if not work.metadata_dirty:
+            return
+        updated = patch_metadata(self.rest, WORKFLOWS, work.meta, self.remember)
+        work.workflow["metadata"] = copy.deepcopy(updated["metadata"])
+        work.metadata_dirty = False
 
     def remove_finalizer(self, workflow: dict[str, Any]) -> dict[str, Any] | None:
         """Remove the workflow-protection finalizer; the new metadata, None when nothing
@@ -90,10 +94,10 @@ class WorkflowStore:
 
     def delete_as_read(self, meta: dict[str, Any]) -> bool:
         """Delete the Workflow ``meta`` describes, only in that version (see
-        :func:`taskfsm.controllers.status_write.delete_as_read`)."""
+        :func:`taskfsm.controllers.writes.delete_as_read`)."""
         return delete_as_read(self.rest, WORKFLOWS, meta)
 
     def patch_status(self, meta: dict[str, Any], patch: dict[str, Any]) -> None:
         """Patch ``/status`` at ``meta``'s resourceVersion (see
-        :func:`taskfsm.controllers.status_write.patch_status`)."""
+        :func:`taskfsm.controllers.writes.patch_status`)."""
         patch_status(self.rest, WORKFLOWS, meta, patch, self.remember)

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from machines import catalog
+from machines import chart_data
 from machines.diagrams import graph
 from machines.diagrams.charts import TASK, WORKFLOW, Chart
 
@@ -67,7 +67,7 @@ def _anchor_or_id(state: str, compound: set[str]) -> str:
 
 
 def _ancestors(chart: Chart) -> dict[str, list[str]]:
-    by_id = {s.id: s for s in catalog.states(chart.machine)}
+    by_id = {s.id: s for s in chart_data.states(chart.machine)}
     chains: dict[str, list[str]] = {}
     for state in by_id:
         chain, parent = [state], by_id[state].parent
@@ -82,14 +82,14 @@ def _leaf_edges(chart: Chart, view: str) -> dict[tuple[str, str], set[str]]:
     """(source leaf, target leaf) → SVG edge titles of the transitions between them, those
     of the innermost source only (a Running Task that succeeded took Running's own edge, not
     the one every active state has)."""
-    states = catalog.states(chart.machine)
+    states = chart_data.states(chart.machine)
     compound = {s.id for s in states if s.compound}
     leaves = [s.id for s in states if not s.compound]
     chains = _ancestors(chart)
     if view == "phases":
         pairs = list(graph.phase_edges(chart))
     else:
-        pairs = [(t.source, t.target) for t in catalog.transitions(chart.machine) if t.target]
+        pairs = [(t.source, t.target) for t in chart_data.transitions(chart.machine) if t.target]
     found: dict[tuple[str, str], tuple[int, set[str]]] = {}
     for source, target in pairs:
         if target in compound:

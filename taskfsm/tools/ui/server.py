@@ -11,7 +11,7 @@ Pages (one HTML shell, ``static/index.html``; ``static/app.js`` draws each from 
   (server-sent events, sent when a watch event changed something, never by polling the API);
 * ``/state/<chart>/<view>/<state>`` -- the Tasks (or Workflows) in one state, filterable;
 * ``/task/<namespace>/<name>`` -- one Task: its path through the chart, status, conditions,
-  Events, Job and pods (where the Job runs, :mod:`taskfsm.tools.jobsite`), a log tail and the
+  Events, Job and pods (where the Job runs, :mod:`taskfsm.tools.job_location`), a log tail and the
   ``explain`` text, all from the same code as ``taskfsm explain`` and ``taskfsm logs``;
 * ``/workflow/<namespace>/<name>`` -- one Workflow: its chart, its Tasks by state.
 
@@ -42,7 +42,7 @@ from taskfsm.kube.rest import JOBS, Rest
 from taskfsm.tools import explain
 from taskfsm.tools import logs as log_tools
 from taskfsm.tools import tasks as task_tools
-from taskfsm.tools.jobsite import job_site
+from taskfsm.tools.job_location import job_site
 from taskfsm.tools.ui import charts
 from taskfsm.tools.ui.live import LiveModel, task_row
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from taskfsm.kube.errors import Invalid
 from taskfsm.kube.events import COMBINED_PREFIX, EventRecorder
-from taskfsm.manager.logs import RepeatFilter
 from taskfsm.manager.queue import WorkQueue
+from taskfsm.manager.structured_logs import RepeatFilter
 from tests.unit.controllers.test_task_reconciler import NS, FakeStore, World
 
 RETRIES = 1000
@@ -187,7 +187,7 @@ def test_lines_about_different_things_are_not_one_run_of_repeats():
     filter keyed lines by message and error only, and the bucket tests lost the holdings)."""
     import logging
 
-    from taskfsm.manager.logs import RepeatFilter
+    from taskfsm.manager.structured_logs import RepeatFilter
 
     repeats = RepeatFilter(burst=3)
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.build import jobs
 from taskfsm.controllers.result import AT_ONCE
 from taskfsm.controllers.task.effects import TaskEffects
 from taskfsm.controllers.task.read import TaskReader
@@ -29,6 +28,7 @@ from taskfsm.controllers.task.store import TaskStore
 from taskfsm.controllers.task.write import TaskWriter
 from taskfsm.kube.errors import Conflict, Forbidden, NotFound
 from taskfsm.kube.rest import JOBS
+from taskfsm.manifests import jobs
 from taskfsm_dev import objects
 from tests.support.fakes import FakeEvents, FakeRest
 
@@ -426,7 +426,7 @@ def test_a_wait_whose_mpe_is_no_longer_pending_is_decided_again_now():
     w.clusters.cluster = None
     w.clusters.pending_ = True
     w.still_pending = False  # ready or failed meanwhile
-    assert w.reconcile().requeue_after == pytest.approx(0.01)
+    assert w.reconcile().requeue_after == AT_ONCE
 
 
 def test_a_refused_job_read_reports_the_mpe_and_asks_its_reconcile_to_look_now():

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from taskfsm.api import constants as c
-from taskfsm.controllers.workflow.reconciler import WorkflowReconciler
-from taskfsm.controllers.workflow.tasks import (
+from taskfsm.controllers.workflow.handlers import WorkflowWatch
+from taskfsm.controllers.workflow.member_tasks import (
     WorkflowTasks,
-    job_failure_action,
     task_workflow_key,
+    written_failure_action,
 )
-from taskfsm.controllers.workflow.watch import WorkflowWatch
+from taskfsm.controllers.workflow.reconciler import WorkflowReconciler
 from taskfsm.kube.cache import WrittenObjects
 from tests.support.fakes import FakeEvents, FakeInformer, FakeRest
 
@@ -101,7 +101,7 @@ class World:
 # -- pure helpers ----------------------------------------------------------------------------
 
 
-def test_tasks_are_counted_by_phase_and_policy_through_the_cache_indexes() -> None:
+def test_tasks_are_counted_by_phase_through_the_cache_indexes_with_each_failure_action() -> None:
     informer = FakeInformer()
     for each in (
         task("a"),
@@ -114,12 +114,12 @@ def test_tasks_are_counted_by_phase_and_policy_through_the_cache_indexes() -> No
         informer.objects[(NS, each["metadata"]["name"])] = each
     count = WorkflowTasks(informer).count(NS, "wf")  # type: ignore[arg-type]  # a fake informer
     assert (count.total, count.active, count.succeeded, count.failed) == (6, 2, 1, 3)
-    assert count.fatal_failures == ("d", "f")
+    assert count.failed_tasks == (("d", ""), ("e", "Ignore"), ("f", "FailWorkflow"))
 
 
-def test_job_failure_action_defaults_to_fail_workflow() -> None:
-    assert job_failure_action(task("a")) == "FailWorkflow"
-    assert job_failure_action(task("a", policy="Ignore")) == "Ignore"
+def test_the_failure_action_is_read_as_written() -> None:
+    assert written_failure_action(task("a")) == ""
+    assert written_failure_action(task("a", policy="Ignore")) == "Ignore"
 
 
 def test_task_workflow_key_prefers_labels_then_the_ref() -> None:
@@ -152,7 +152,10 @@ def test_a_new_workflow_gets_finalizer_labels_and_status_in_one_reconcile() -> N
         0,
     )
     assert status["queuedTime"] == status["startTime"] == "2024-05-01T12:00:00Z"
-    assert [p[0] for p in w.rest.patches] == [None, None, "status"]  # one status write
+    # One metadata write (finalizer and labels) and one status write, each at the version read.
+    assert [p[0] for p in w.rest.patches] == [None, "status"]
+    # the metadata write at the version read, the status write at the version it answered
+    assert [p[1]["metadata"]["resourceVersion"] for p in w.rest.patches] == ["1", "101"]
     assert w.events.recorded == [("Normal", "Running", "(new) -> Initializing -> Running")]
 
 
@@ -360,13 +363,15 @@ def test_a_failed_status_write_is_a_retried_error_not_a_crash() -> None:
     )
 
     def unavailable(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        raise Unavailable.__new__(Unavailable)
+        raise Unavailable("the API server is restarting", status=503)
 
     w.rest.patch = unavailable  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
     result = w.reconciler.reconcile(f"{NS}/wf")
     assert result.error is not None
-    assert result.error.startswith("failed to update Workflow status")
-    assert w.events.recorded == []
+    assert result.error.startswith("failed to update Workflow")
+    assert result.transient  # a failure of the API: retried with the short backoff
+    # said on the Workflow, as the Task's failed writes are
+    assert [(t, r) for t, r, _note in w.events.recorded] == [("Warning", "ReconcileError")]
 
 
 def test_a_status_computed_from_a_stale_view_does_not_land() -> None:
@@ -393,4 +398,31 @@ def test_a_status_computed_from_a_stale_view_does_not_land() -> None:
     status_writes = [body for sub, body in w.rest.patches if sub == "status"]
     assert status_writes
     assert all(body["metadata"]["resourceVersion"] == "1" for body in status_writes)
+    assert w.caches.written.pick(("main", c.PLURAL_WORKFLOWS, NS, "wf"), None) == newer
+
+
+def test_metadata_computed_from_a_stale_view_does_not_land() -> None:
+    """The finalizer and labels are one merge patch at the resourceVersion the pass read (a merge
+    patch replaces the finalizer list whole): when someone else wrote the Workflow meanwhile (here
+    another finalizer added), the stale write fails with 409, the other finalizer stays, nothing
+    of the pass's status is written, and the retry is quiet and starts from the current version."""
+    w = World()
+    stale = workflow()
+    stale["metadata"].pop("finalizers")
+    stale["metadata"].pop("labels")
+    w.add(stale, task("a", "Running"))
+    newer = copy.deepcopy(stale)
+    newer["metadata"]["resourceVersion"] = "7"
+    newer["metadata"]["finalizers"] = ["example.com/other"]
+    w.add(newer)
+
+    w.reconciler.read_workflow = lambda ns, name: copy.deepcopy(stale)  # type: ignore[method-assign]  # test instrumentation: replaces the method on this one object
+    result = w.reconciler.reconcile(f"{NS}/wf")
+
+    assert result.error is not None, result
+    assert result.error.startswith("conflict"), result
+    assert result.transient
+    assert w.events.recorded == []
+    assert w.wf()["metadata"]["finalizers"] == ["example.com/other"]
+    assert [sub for sub, _body in w.rest.patches] == [None]  # no status write after the conflict
     assert w.caches.written.pick(("main", c.PLURAL_WORKFLOWS, NS, "wf"), None) == newer
