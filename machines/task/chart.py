@@ -134,6 +134,9 @@ class TaskLifecycle(LifecycleChart):
                 on="note_job_pods_refused_for_good",
             )
             | active.job_pending.to(terminated.failed, cond="job_vanished", on="note_job_lost")
+            # An object under the Job's name that is not the Task's (another Task's labels, or
+            # none) is never adopted or deleted: the Task says so and retries until it is gone.
+            | active.job_pending.to(None, cond="job_name_taken", on="report_job_name_taken")
             # A Job whose helper Secret could not be made for the whole
             # --job-pods-refused-timeout fails the Task (and is deleted like any unfinished
             # one): no pod waits for a Secret that is not coming.

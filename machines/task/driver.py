@@ -75,6 +75,7 @@ VERDICT_NAMES: Final = (
     "note_job_lost",
     "report_workflow_missing",
     "report_input_unusable",
+    "report_job_name_taken",
     "report_job_unmakeable",
     "report_job_inputs_unusable",
     "note_helper_data_too_large",
@@ -170,6 +171,14 @@ class _PassRecord(PassRecord):
         self.report(
             f"Task spec cannot be processed: {self.observation.input_problem}",
             "report_input_unusable",
+        )
+
+    def report_job_name_taken(self) -> None:
+        self.report(
+            f"Job {self.observation.job_name} cannot be created: an object of that name exists "
+            "in the MediaProcessingEntity's namespace and does not belong to this Task "
+            "(taskfsm neither adopts nor deletes it)",
+            "report_job_name_taken",
         )
 
     def report_job_unmakeable(self) -> None:

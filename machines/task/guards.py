@@ -108,6 +108,11 @@ class ObservationGuards:
             and not observation.job_pods_refused
         )
 
+    def job_name_taken(self, observation: TaskObservation) -> bool:
+        """Something that is not the Task's Job holds its Job's name: no Job can be made until
+        it is gone (docs/security.md, "References stay in their namespace")."""
+        return observation.job_name_taken
+
     def job_unmakeable(self, observation: TaskObservation) -> bool:
         """What the Job would be made from does not allow it (its Function is missing or no
         Function, or it runs on local MPEs only and the MPE is remote): nothing is created."""

@@ -49,6 +49,7 @@ GUARD_NAMES: Final = (
     "job_pods_waiting",
     "job_suspended",
     "job_resumed",
+    "job_name_taken",
     "job_unmakeable",
     "job_inputs_unusable",
     "helper_data_too_large",
@@ -167,6 +168,10 @@ class TaskLifecycleModel(Protocol):
 
     def job_resumed(self, observation: TaskObservation) -> bool:
         """The Job was suspended (the stored Ready reason) and runs now."""
+        ...
+
+    def job_name_taken(self, observation: TaskObservation) -> bool:
+        """Something that is not the Task's Job holds its Job's name."""
         ...
 
     def job_unmakeable(self, observation: TaskObservation) -> bool:

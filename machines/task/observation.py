@@ -161,6 +161,14 @@ class TaskObservation:
             "nothing is known of the Job, and the MPE counts as unavailable."
         ),
     )
+    job_name_taken: bool = field(
+        default=False,
+        metadata=_doc(
+            "An object under the Task's Job name exists in its cluster but is not the Task's "
+            "Job (it carries another Task's labels, or none): the Job fields ignore it, nothing "
+            "adopts or deletes it, and no Job can be made under that name while it is there."
+        ),
+    )
     job: JobState = field(
         default=JobState.ABSENT,
         metadata=_doc("The Job under that name, read fresh and interpreted by type (`JobState`)."),

@@ -1,11 +1,18 @@
-"""How a pass reads the Task's Job: the read policy, decided from what the chart will ask.
+"""What a pass reads, and where from: the Task controller's read policy, in the chart's terms.
 
-Where this sits in the flow: the runtime reads everything a pass needs before the chart runs.
-The Job is read from its cluster's watch cache, which may lag behind the cluster; where the
-chart would decide something for good from what the cache shows, the runtime reads the Job
-from its cluster instead. This module says where, from what is known before the Job is read
-(`before`: the pass's observation without its Job fields), in the terms of the chart's own
-guards, so the policy and the decisions cannot drift apart.
+Where this sits in the flow: the runtime reads everything a pass needs before the chart runs
+(`taskfsm/controllers/task/read.py` does the I/O and nothing else). What it reads is decided
+here, from what is known before the Job is read (`before`: the pass's observation without its
+Job fields), in the terms of the chart's own guards, so the policy and the decisions cannot
+drift apart:
+
+* whether selection is asked again for a deleting Task's MPE (`reselect_mpe`);
+* whether the Job is read at all, and from the watch cache or its cluster (`job_read`); the
+  cache may lag behind the cluster, so where the chart would decide something for good from
+  what the cache shows, the Job is read from its cluster instead;
+* whether the Job's inputs are built (`job_inputs_needed`);
+* whether a running Job's pods are asked about (`pods_checked`), and how long a wait has left
+  (`wait_left`).
 
 Spec: docs/behaviour.md §3.2 step 3, D18b and §3.11.
 """
@@ -13,14 +20,22 @@ Spec: docs/behaviour.md §3.2 step 3, D18b and §3.11.
 from __future__ import annotations
 
 import enum
+from typing import Final
 
 from machines.task.guards import job_expected
-from machines.task.observation import TaskObservation, WorkflowState
+from machines.task.observation import JobState, TaskObservation, WorkflowState
 from machines.task.phases import JOB_PENDING, RUNNING
+
+POD_GRACE_SECONDS: Final = 5.0
+"""A Job younger than this without ready pods is not asked about (the Job controller makes its
+pods within a second; asking sooner would only find them being made)."""
 
 
 class JobRead(enum.Enum):
     """Where the pass reads the Job from."""
+
+    NONE = "none"
+    """Not at all: a deleting Task without taskfsm's finalizer is going whatever its Job shows."""
 
     CACHE = "cache"
     """The Job watch's cache (with this process's own newer writes)."""
@@ -35,6 +50,9 @@ def job_read(before: TaskObservation, *, job_watch_healthy: bool = True) -> JobR
     """The read the pass needs, given what it knows before reading the Job and whether the Job
     watch of its cluster is connected (`job_watch_healthy`).
 
+    * A deleting Task without taskfsm's finalizer: nothing the Job shows changes what happens
+      to the Task (it goes), and the Job's cleanup is the orphan sweep's (docs/behaviour.md
+      §3.15, D5b).
     * The Workflow terminated while the Task is JobPending or Running: an outcome the Job
       already shows wins over the termination (`workflow_terminated [job_succeeded]`, D18b),
       so the Job's cluster is asked.
@@ -45,6 +63,8 @@ def job_read(before: TaskObservation, *, job_watch_healthy: bool = True) -> JobR
       Task that had a Job (`job_expected`: "no Job" fails it with JobLost, D18b), call a Job
       missing only after its cluster confirmed it.
     """
+    if before.deletion_requested and not before.has_finalizer:
+        return JobRead.NONE
     if before.workflow is WorkflowState.TERMINATED and before.phase in (RUNNING, JOB_PENDING):
         return JobRead.SOURCE
     if before.deletion_requested and (before.cleanup_wait_left <= 0 or not job_watch_healthy):
@@ -52,3 +72,34 @@ def job_read(before: TaskObservation, *, job_watch_healthy: bool = True) -> JobR
     if before.deletion_requested or job_expected(before):
         return JobRead.SOURCE_IF_MISSING
     return JobRead.CACHE
+
+
+def reselect_mpe(before: TaskObservation) -> bool:
+    """A deleting Task that still holds taskfsm's finalizer but whose status names no MPE asks
+    selection again where its Job would be (the `mpe_unrecorded` guard's fact).
+
+    One pass selects the MPE, creates the Job and writes status at the end; when the create's
+    answer and the status write are both lost (a cut connection, a crash), the Job exists but no
+    status names its cluster. Selection is deterministic, so it names that cluster again."""
+    return before.deletion_requested and before.has_finalizer and not before.mpe_selected
+
+
+def job_inputs_needed(before: TaskObservation) -> bool:
+    """Whether the pass builds what the Job would be made from (and asks whether it can be
+    made at all): only a JobPending Task that is not being deleted creates a Job (D1)."""
+    return before.phase == JOB_PENDING and not before.deletion_requested
+
+
+def pods_checked(job: JobState, *, ready: bool, age_seconds: float) -> bool:
+    """Whether the pass asks why a Job's pods do not run: an active Job none of whose pods is
+    ready, older than :data:`POD_GRACE_SECONDS` (the `job_pods_waiting` fact the chart's
+    `schedule_pod_check` paces)."""
+    return job is JobState.ACTIVE and not ready and age_seconds >= POD_GRACE_SECONDS
+
+
+def wait_left(timeout: float, waited: float) -> float:
+    """Seconds left of a bounded wait (``--job-pods-refused-timeout``) after ``waited`` seconds:
+    never negative, and infinite when the bound is 0 (wait for ever)."""
+    if timeout <= 0:
+        return float("inf")
+    return max(0.0, timeout - waited)

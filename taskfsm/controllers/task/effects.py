@@ -192,12 +192,7 @@ class TaskEffects(ObservationGuards):
         inputs = reads.job_inputs
         if inputs is None:  # the observation said the inputs were built; the read disagrees
             raise RuntimeError(f"the inputs of Job {observation.job_name} were not read")
-        job = reads.job
-        if job is not None and not jobs.owns(job, task):
-            raise RuntimeError(
-                f"Job {cluster.namespace}/{job['metadata']['name']} already exists "
-                "and does not belong to this Task"
-            )
+        job = reads.job  # the Task's own (`job_name_taken` kept anything else out)
         if job is None:
             job = self.jobs.create_or_adopt(cluster, JOBS, inputs.body, task)
             reads.job = work.made_job = job

@@ -50,7 +50,6 @@ def observe(
     conditions = tuple(Condition.from_dict(d) for d in status.get("conditions") or [])
     job_ref = status.get("jobRef") or {}
     mpe_ref = reads.mpe_ref
-    mpe_ready = reads.cluster is not None or bool(reads.job_unreadable)
     return TaskObservation(
         phase=status.get("phase") or "",
         deletion_requested=bool(meta.get("deletionTimestamp")),
@@ -61,7 +60,7 @@ def observe(
         owned_by_workflow=workflow is not None and owned_by(task, workflow),
         mpe_selected=bool(mpe_ref),
         function_selected=bool(status.get("functionRef")),
-        mpe_ready=mpe_ready,
+        mpe_ready=reads.client_built,
         mpe_client_pending=reads.client_pending,
         mpe_gone=bool(mpe_ref) and reads.mpe is None,
         mpe_deleting=bool(((reads.mpe or {}).get("metadata") or {}).get("deletionTimestamp")),
@@ -71,6 +70,7 @@ def observe(
         mpe_refused=reads.job_refused,
         job_unreadable=reads.job_unreadable,
         job_name=reads.job_name,
+        job_name_taken=reads.job_name_taken,
         job=facts.state,
         job_uid=facts.uid,
         job_terminating=facts.terminating,

@@ -17,11 +17,19 @@ feeds the registry's reachability clock (what ``--cleanup-timeout`` counts).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
-from machines.task.observation import JobState, TaskObservation
-from machines.task.reads import JobRead, job_read
+from machines.task.observation import TaskObservation
+from machines.task.reads import (
+    JobRead,
+    job_inputs_needed,
+    job_read,
+    pods_checked,
+    reselect_mpe,
+    wait_left,
+)
 from taskfsm import selection
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
@@ -36,7 +44,7 @@ from taskfsm.controllers.task.inputs import (
     too_large,
 )
 from taskfsm.controllers.task.jobsite import JobSite, PodTrouble
-from taskfsm.controllers.task.observe import own_mpe_ref, workflow_state
+from taskfsm.controllers.task.observe import job_age, own_mpe_ref, workflow_state
 from taskfsm.controllers.task.seen_jobs import SeenJobs
 from taskfsm.controllers.task.store import TaskStore
 from taskfsm.controllers.task.working_copy import PassReads, WorkingCopy
@@ -44,8 +52,6 @@ from taskfsm.kube.cache import Caches
 from taskfsm.kube.errors import Forbidden, KubeError
 from taskfsm.manifests import jobs
 
-POD_GRACE_SECONDS: Final = 5.0
-"""A Job younger than this without pods is not asked about (its pods are still being made)."""
 REFUSAL_MESSAGE_MAX: Final = 512
 """Longest refusal message copied from an Event into the Task's condition."""
 
@@ -103,43 +109,53 @@ class TaskReader:
         if workflow_name:
             reads.workflow = self.store.workflow(meta["namespace"], workflow_name)
         deleting = bool(meta.get("deletionTimestamp"))
-        has_finalizer = c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or [])
+        job_ref = status.get("jobRef") or {}
+        task_uid = meta.get("uid") or ""
         mpe_ref = own_mpe_ref(task)
-        if not mpe_ref and deleting and has_finalizer:
+        before = TaskObservation(
+            phase=status.get("phase") or "",
+            deletion_requested=deleting,
+            has_finalizer=c.FINALIZER_TASK_PROTECTION in (meta.get("finalizers") or []),
+            mpe_selected=bool(mpe_ref),
+            workflow=workflow_state(reads.workflow),
+            job_ref_uid=job_ref.get("uid") or "",
+            job_was_seen=self.seen.seen(task_uid, job_name),
+        )
+        if reselect_mpe(before):
             mpe_ref = self._reselect(task)
             reads.mpe_unrecorded = bool(mpe_ref)
         reads.mpe_ref = mpe_ref
         reads.mpe = self._mpe(mpe_ref)
-        job_ref = status.get("jobRef") or {}
         # The MPE's cluster, or the earlier one its Job was made in (the MPE was pointed elsewhere
         # since; its Jobs stay where they were made, D19).
         cluster = self.clusters.job_cluster(mpe_ref, job_ref)
+        reads.client_built = cluster is not None
         if deleting:
             unreachable = self.clusters.unreachable_for(mpe_ref)
             reads.cleanup_wait_left = max(0.0, self.cleanup_timeout - unreachable)
-        task_uid = meta.get("uid") or ""
-        # A deleting Task without our finalizer is going anyway: its Job is not looked at.
-        if cluster is not None and not (deleting and not has_finalizer):
+            before = replace(before, cleanup_wait_left=reads.cleanup_wait_left)
+        read = (
+            job_read(before, job_watch_healthy=cluster.healthy)
+            if cluster is not None
+            else JobRead.NONE
+        )
+        if cluster is not None and read is not JobRead.NONE:
             # A Job stays where it was made, even if its MPE now puts new Jobs elsewhere (D19),
             # but never outside the namespaces its MPE may use (docs/security.md).
             job_namespace = job_ref.get("namespace") or cluster.namespace
             if not cluster.may_hold_jobs_in(job_namespace):
                 job_namespace = cluster.namespace
-            before = TaskObservation(
-                phase=status.get("phase") or "",
-                deletion_requested=deleting,
-                workflow=workflow_state(reads.workflow),
-                job_ref_uid=job_ref.get("uid") or "",
-                job_was_seen=self.seen.seen(task_uid, job_name),
-                cleanup_wait_left=reads.cleanup_wait_left,
-            )
             try:
-                read = job_read(before, job_watch_healthy=cluster.healthy)
-                reads.job = self._job(work, cluster, job_name, job_namespace, read)
+                found = self._job(work, cluster, job_name, job_namespace, read)
             except KubeError as exc:
                 # The Job's cluster does not answer: nothing can be decided about the Job.
                 reads.job_unreadable = f"reading Job {job_name}: {exc}"
                 reads.job_refused = isinstance(exc, Forbidden) and bool(mpe_ref)
+            else:
+                # Only an object with the Task's labels is its Job: anything else under that
+                # name is reported, never adopted, deleted or read for an outcome.
+                reads.job_name_taken = found is not None and not jobs.owns(found, task)
+                reads.job = None if reads.job_name_taken else found
         if cluster is not None and not reads.job_unreadable:
             reads.cluster = cluster
             self.clusters.mark_reachable(mpe_ref)
@@ -160,11 +176,7 @@ class TaskReader:
             if reads.cluster is not None:
                 self._pods(reads, reads.cluster, reads.job)
         reads.job_was_seen = self.seen.seen(task_uid, job_name)
-        if (
-            reads.cluster is not None
-            and status.get("phase") == c.TaskPhase.JOB_PENDING
-            and not deleting
-        ):
+        if reads.cluster is not None and job_inputs_needed(before):
             reads.job_unmakeable = selection.job_refusal(
                 task, self.caches, remote=reads.cluster.remote
             )
@@ -191,11 +203,11 @@ class TaskReader:
         else:
             reads.helper_data_too_large = too_large(reads.job_inputs)
             reads.job_beyond_limits = beyond_limits(reads.job_inputs)
-        if reads.job is not None and self.job_pods_refused_timeout > 0:
+        if reads.job is not None:
             made = parse_time((reads.job.get("metadata") or {}).get("creationTimestamp"))
             if made is not None:
                 waited = (self.clock() - made).total_seconds()
-                reads.job_pending_left = max(0.0, self.job_pods_refused_timeout - waited)
+                reads.job_pending_left = wait_left(self.job_pods_refused_timeout, waited)
 
     def _job(
         self, work: WorkingCopy, cluster: MpeCluster, name: str, namespace: str, read: JobRead
@@ -226,16 +238,12 @@ class TaskReader:
         but in Events, and a pod that cannot start only in its own status and Events; no watch
         of the controller delivers either. So one LIST of the Job's ``FailedCreate`` Events
         while it has no pods, or of its pods (and of a pod's ``FailedMount`` Events) while none
-        is ready; only for a Job older than :data:`POD_GRACE_SECONDS` (the Job controller makes
-        pods within a second), at the chart's pod-check pace (`schedule_pod_check`)."""
-        if job_facts(job).state is not JobState.ACTIVE:
-            return
+        is ready (:func:`machines.task.reads.pods_checked`), at the chart's pod-check pace
+        (`schedule_pod_check`)."""
         status = job.get("status") or {}
-        if status.get("ready"):
-            return
-        created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
         now = self.clock()
-        if created is None or (now - created).total_seconds() < POD_GRACE_SECONDS:
+        age = job_age(job, now)
+        if not pods_checked(job_facts(job).state, ready=bool(status.get("ready")), age_seconds=age):
             return
         trouble: PodTrouble | None
         if status.get("active"):
@@ -248,11 +256,8 @@ class TaskReader:
         if len(message) > REFUSAL_MESSAGE_MAX:
             message = message[: REFUSAL_MESSAGE_MAX - 1] + "…"
         reads.pods_refused = message
-        if self.job_pods_refused_timeout <= 0:
-            reads.pods_refused_left = float("inf")
-        else:
-            waited = (now - trouble.since).total_seconds()
-            reads.pods_refused_left = max(0.0, self.job_pods_refused_timeout - waited)
+        waited = (now - trouble.since).total_seconds()
+        reads.pods_refused_left = wait_left(self.job_pods_refused_timeout, waited)
 
     def _mpe(self, ref: dict[str, Any] | None) -> dict[str, Any] | None:
         """The MPE object ``ref`` names, if it names an MPE kind and the cache has it."""
@@ -264,14 +269,9 @@ class TaskReader:
         return self.caches.get(kind, ref.get("namespace") or None, ref.get("name") or "")
 
     def _reselect(self, task: dict[str, Any]) -> dict[str, Any] | None:
-        """Where a deleting Task's Job would be when its status never named the MPE.
-
-        One pass selects the MPE, creates the Job and writes status at the end; when the create's
-        answer and the status write are both lost (a cut connection, a crash), the Job exists
-        but no status names its cluster. Selection is deterministic, so ask it again; the Job is
-        then looked up there (and waited for, if that MPE is not ready) before the finalizer goes.
-        A Task that nothing can be selected for has no Job.
-        """
+        """Where a deleting Task's Job would be when its status never named the MPE
+        (:func:`machines.task.reads.reselect_mpe`); a Task that nothing can be selected for
+        has no Job."""
         try:
             ref, _ = selection.select_media_processing_entity(task, self.caches)
         except selection.SelectionError:

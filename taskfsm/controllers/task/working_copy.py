@@ -39,13 +39,19 @@ class PassReads:
     mpe_unrecorded: bool = False
     mpe: dict[str, Any] | None = None
     """The MediaProcessingEntity object `mpe_ref` names (None: none, or not an MPE kind)."""
+    client_built: bool = False
+    """A client of the cluster the Job is in exists (whether or not that cluster answered this
+    pass's read of the Job)."""
     cluster: MpeCluster | None = None
-    """The ready client of the cluster the Job is in (None: none ready)."""
+    """That client, once its cluster answered this pass's read of the Job (None: no client, or
+    the read failed: `job_unreadable`)."""
     client_pending: bool = False
     mpe_problem: str = ""
     mpe_never_reached: bool = False
     job: dict[str, Any] | None = None
     job_unreadable: str = ""
+    job_name_taken: bool = False
+    """An object under the Job's name that is not the Task's (`job` is then None)."""
     job_refused: bool = False
     pods_refused: str = ""
     pods_refused_left: float = 0.0

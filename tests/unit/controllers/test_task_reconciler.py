@@ -396,6 +396,54 @@ def test_a_job_missing_from_the_cache_is_confirmed_from_its_cluster_before_it_is
     assert "was lost before its outcome was recorded" in note
 
 
+def _squat(w: World, name: str, **labels: str) -> dict[str, Any]:
+    """A Job under ``name`` that some tenant made: not the Task's (no labels, or another's)."""
+    job = _meta({"metadata": {"name": name, "labels": labels}}, uid="uid-squatter")
+    job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    w.jobs.server[name] = job
+    return job
+
+
+def test_an_object_under_the_jobs_name_that_is_not_the_tasks_is_left_alone():
+    w = World()
+    w.task()
+    name = jobs.job_name(w.store.tasks["t"])
+    _squat(w, name, **{c.LABEL_TASK_NAME: "other"})
+    result = w.reconcile()
+    status = w.status()
+    # Not adopted (its Complete condition is not the Task's outcome), not deleted, no Job made.
+    assert status["phase"] == "JobPending"
+    assert "jobRef" not in status
+    assert result.error is not None
+    assert "does not belong to this Task" in result.error
+    assert "create jobs" not in w.jobs.calls
+    assert f"delete {name}" not in w.jobs.calls
+    assert w.jobs.server[name]["metadata"]["uid"] == "uid-squatter"
+    assert w.events.recorded[-1][:2] == ("Warning", "ReconcileError")
+    # Once it is gone, the Task makes its own Job.
+    del w.jobs.server[name]
+    assert w.reconcile().error is None
+    assert w.status()["phase"] == "Running"
+    assert w.jobs.server[name]["metadata"]["uid"] != "uid-squatter"
+
+
+def test_a_tasks_job_replaced_by_another_object_is_lost_and_the_other_is_never_deleted():
+    w = World()
+    w.running()
+    name = jobs.job_name(w.store.tasks["t"])
+    _squat(w, name)  # the Task's Job was deleted and something else took its name
+    w.reconcile()
+    status = w.status()
+    assert status["phase"] == "Failed"
+    assert status["conditions"][-1]["reason"] == "JobLost"  # not the squatter's Complete
+    for _ in range(3):  # terminal housekeeping: nothing of the other object is touched
+        w.reconcile()
+    assert f"delete {name}" not in w.jobs.calls
+    assert f"release {name}" not in w.jobs.calls
+    assert w.jobs.server[name]["metadata"]["uid"] == "uid-squatter"
+    assert "jobRef" not in w.status() or w.status()["jobRef"] is None
+
+
 def test_a_terminated_workflow_reads_the_job_from_its_cluster_and_its_outcome_wins():
     w = World()
     w.running(job_state="succeeded")
