@@ -14,9 +14,11 @@ class adds the effects. Each acts through the reconcile's ports, never through t
 * :class:`~taskfsm.controllers.task.seen_jobs.SeenJobs` (a Job made is a Job seen, D18b).
 
 Each is idempotent (a repeated pass finds its work done and succeeds quietly) and raises a plain
-exception whose text becomes ``status.message``. The decisions are the chart's: an effect reads
-its observation for the facts and the pass's world (what was read) only for the objects it
-builds from or writes.
+exception whose text becomes ``status.message`` only for what its own I/O met. The decisions are
+the chart's: an effect reads its observation for the facts and the pass's reads only for the
+objects it builds from or writes; the observation was condensed from those same reads, so an
+effect never checks one against the other (an ``assert`` states what the chart's guards
+established).
 
 Spec: docs/behaviour.md §3.5-§3.10, with the defects of its §6 fixed; every effect names its
 section.
@@ -76,8 +78,7 @@ class TaskEffects(ObservationGuards):
     def set_workflow_ownership(self, observation: TaskObservation) -> None:
         """§3.5: the controller owner reference to the Workflow, and the four labels (§2)."""
         workflow = self.work.current_reads.workflow
-        if workflow is None:  # the observation said the Workflow exists; the read disagrees
-            raise RuntimeError(f"failed to fetch Workflow: {observation.workflow_name}")
+        assert workflow is not None  # the chart asked `workflow_missing` of the same read
         work = self.work
         wmeta = workflow["metadata"]
         ref = {
@@ -164,8 +165,7 @@ class TaskEffects(ObservationGuards):
     def adopt_job(self, observation: TaskObservation) -> None:
         """D6: the Job under the Task's name is the Task's Job, whatever jobRef said."""
         job = self.work.current_reads.job
-        if job is None:
-            raise RuntimeError(f"Job {observation.job_name} vanished while being adopted")
+        assert job is not None  # `job_unrecorded` or an outcome was observed in the same read
         self.work.status["jobRef"] = jobs.exact_ref(job)
 
     def clear_job_ref(self, observation: TaskObservation) -> None:
@@ -190,8 +190,7 @@ class TaskEffects(ObservationGuards):
         cluster = self._cluster()
         task = work.task
         inputs = reads.job_inputs
-        if inputs is None:  # the observation said the inputs were built; the read disagrees
-            raise RuntimeError(f"the inputs of Job {observation.job_name} were not read")
+        assert inputs is not None  # `job_inputs_unusable` was asked of the same read
         job = reads.job  # the Task's own (`job_name_taken` kept anything else out)
         if job is None:
             job = self.jobs.create_or_adopt(cluster, JOBS, inputs.body, task)
@@ -229,6 +228,5 @@ class TaskEffects(ObservationGuards):
 
     def _cluster(self) -> MpeCluster:
         cluster = self.work.current_reads.cluster
-        if cluster is None:
-            raise RuntimeError("MediaProcessingEntity does not exist or is not ready")
+        assert cluster is not None  # the chart asked `mpe_unavailable` of the same read
         return cluster
