@@ -79,6 +79,13 @@ class MpeObservation:
             "was pointed elsewhere."
         ),
     )
+    retired_locations_unused: int = field(
+        default=0,
+        metadata=_doc(
+            "Of those, the ones in which no Task using the MPE has its Job any more: a Ready "
+            "MPE lets go of them."
+        ),
+    )
     never_reached: str = field(
         default="",
         metadata=_doc(
@@ -125,6 +132,8 @@ class MpeObservation:
             raise ValueError("a negative Task count")
         if self.tasks_active + self.jobs_kept > self.tasks_using:
             raise ValueError("more active Tasks and kept Jobs than Tasks using the MPE")
+        if not 0 <= self.retired_locations_unused <= self.retired_locations:
+            raise ValueError("more unused earlier locations than earlier locations")
         object.__setattr__(self, "conditions", tuple(self.conditions))
 
     @property

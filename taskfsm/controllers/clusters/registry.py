@@ -198,13 +198,12 @@ class MpeRegistry:
                 return cluster
         return current
 
-    def release_retired(self, key: MpeKey, needed: Callable[[MpeCluster], bool]) -> int:
-        """Stop keeping the earlier clusters of ``key`` that ``needed`` says no Task needs any
-        more; returns how many are still kept."""
+    def release_retired(self, key: MpeKey, unused: list[MpeCluster]) -> int:
+        """Stop keeping the earlier clusters of ``key`` among ``unused`` (no Task needs them any
+        more); returns how many are still kept."""
         with self._lock:
             kept = list(self._retired.get(key, ()))
-        keep = [cl for cl in kept if needed(cl)]
-        with self._lock:
+            keep = [cl for cl in kept if not among(cl, unused)]
             if keep:
                 self._retired[key] = keep
             else:
@@ -414,7 +413,7 @@ class MpeRegistry:
         with self._lock:
             self._unreachable_since.pop(key, None)
             self._reached.discard(key)
-        self.release_retired(key, lambda _cluster: False)
+        self.release_retired(key, self.retired(key))
         self.secrets.watch(key, None)
 
     # -- reachability: what --cleanup-timeout counts ---------------------------------------------

@@ -11,7 +11,7 @@ Spec: docs/behaviour.md §1.7 and §4.2.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from machines.mpe.guards import MpeObservationGuards
@@ -28,6 +28,25 @@ from taskfsm.kube.rest import JSON_PATCH, Rest
 
 class ShuttingDown(Exception):
     """The process is stopping while the MPE's cluster was being set up: nothing is reported."""
+
+
+@dataclass
+class MpeReads:
+    """What one pass of an MPE read (the reconciler's ``read``): the facts its observation is
+    condensed from, and the earlier locations the effects may let go of."""
+
+    key: MpeKey
+    mpe: dict[str, Any] | None
+    manages_status: bool = True
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    """The Tasks whose ``status.mediaProcessingEntityRef`` names the MPE."""
+    tasks_active: int = 0
+    jobs_kept: int = 0
+    """Finished Tasks whose Job is still in a cluster of the MPE (or cannot be searched yet)."""
+    jobs_recorded: bool = False
+    retired_locations: int = 0
+    retired_unused: list[MpeCluster] = field(default_factory=list)
+    """The earlier locations in which no Task using the MPE has its Job any more."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,8 @@ class MpeEffects(MpeObservationGuards):
         self.collect_orphans = ports.collect_orphans
         self.remember = ports.remember
         self.key = key
+        self.reads: MpeReads | None = None
+        """What the pass read (set by the reconciler's observe step, before the chart runs)."""
         self.mpe = mpe
         """The MPE as this reconcile knows it: a metadata write puts the version it answered
         here, so the status write that follows is made at that version."""
@@ -142,18 +163,10 @@ class MpeEffects(MpeObservationGuards):
 
     def release_retired_locations(self, observation: MpeObservation) -> None:
         """Let go of the MPE's earlier locations (it was pointed elsewhere) in which no Task
-        using it has its Job any more (docs/operations.md, "Changing where an MPE runs Jobs")."""
-        if not self.registry.retired(self.key):
-            return
-        tasks = self.tasks_using(self.key)
-
-        def needed(cluster: MpeCluster) -> bool:
-            return any(
-                cluster.cached_job((task.get("status") or {}).get("jobRef") or {}) is not None
-                for task in tasks
-            )
-
-        self.registry.release_retired(self.key, needed)
+        using it has its Job any more, as the pass read them (`retired_locations_unused`;
+        docs/operations.md, "Changing where an MPE runs Jobs")."""
+        if self.reads is not None and self.reads.retired_unused:
+            self.registry.release_retired(self.key, self.reads.retired_unused)
 
     def delete_orphans(self, observation: MpeObservation) -> None:
         """Nothing of a Task may stay behind where no client reaches any more: the children of

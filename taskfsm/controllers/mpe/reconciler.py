@@ -31,7 +31,7 @@ from machines.mpe.observation import MpeObservation
 from taskfsm.api import constants as c
 from taskfsm.controllers.clusters.cluster import MpeCluster, MpeError, MpeKey, ref_of_key
 from taskfsm.controllers.clusters.registry import MpeRegistry
-from taskfsm.controllers.mpe.effects import MpeEffects, MpePorts, ShuttingDown
+from taskfsm.controllers.mpe.effects import MpeEffects, MpePorts, MpeReads, ShuttingDown
 from taskfsm.controllers.result import (
     Result,
     api_failure,
@@ -112,8 +112,14 @@ class MpeReconciler:
         cached = self.get(kind, namespace or None, name)
         mpe = None if cached is None else {**cached, "kind": kind}
         effects = MpeEffects(self.ports, key, mpe)
+
+        def observe() -> MpeObservation:
+            # The effects act on what this pass read, the observation's source.
+            effects.reads = self.read(key, mpe)
+            return self.observe(effects.reads)
+
         outcome = MPE_ENGINE.reconcile(
-            lambda: self.observe(key, mpe), effects, now=self.clock(), apply=lambda _outcome: None
+            observe, effects, now=self.clock(), apply=lambda _outcome: None
         )
         error = outcome.error
         if error is not None and isinstance(error.exception, ShuttingDown):
@@ -145,25 +151,43 @@ class MpeReconciler:
             )
         return Result.after(outcome.last.requeue_after)
 
-    def observe(self, key: MpeKey, mpe: dict[str, Any] | None) -> MpeObservation:
-        """Read what the MPE's chart decides from (the cache and this process's memory)."""
+    def read(self, key: MpeKey, mpe: dict[str, Any] | None) -> MpeReads:
+        """What the MPE's chart decides from: the MPE (from the cache), the Tasks whose status
+        names it, where their Jobs are, and what this process holds of its clients."""
+        reads = MpeReads(key=key, mpe=mpe, manages_status=self.manages_status())
         if mpe is None:
-            return MpeObservation(exists=False, manages_status=self.manages_status())
-        meta = mpe["metadata"]
+            return reads
         ref = ref_of_key(key)
-        tasks = self.tasks_using(key)
-        active = kept = 0
-        jobs_recorded = False
-        for task in tasks:
-            jobs_recorded = jobs_recorded or bool((task.get("status") or {}).get("jobRef"))
+        reads.tasks = self.tasks_using(key)
+        job_refs: list[dict[str, Any]] = []
+        for task in reads.tasks:
             status = task.get("status") or {}
+            job_ref = status.get("jobRef") or {}
+            reads.jobs_recorded = reads.jobs_recorded or bool(job_ref)
             if status.get("phase") not in c.TASK_TERMINAL_PHASES:
-                active += 1
-            elif status.get("jobRef"):
-                cluster = self.registry.job_cluster(ref, status["jobRef"])
+                reads.tasks_active += 1
+            elif job_ref:
+                holder = self.registry.job_cluster(ref, job_ref)
                 # A cluster whose client is not set up yet cannot tell: the Job may be there.
-                if cluster is None or cluster.cached_job(status["jobRef"]) is not None:
-                    kept += 1
+                if holder is None or holder.cached_job(job_ref) is not None:
+                    reads.jobs_kept += 1
+            if job_ref:
+                job_refs.append(job_ref)
+        retired = self.registry.retired(key)
+        reads.retired_locations = len(retired)
+        reads.retired_unused = [
+            cl for cl in retired if all(cl.cached_job(job_ref) is None for job_ref in job_refs)
+        ]
+        return reads
+
+    def observe(self, reads: MpeReads) -> MpeObservation:
+        """Condense ``reads`` into the chart's observation (pure)."""
+        mpe = reads.mpe
+        if mpe is None:
+            return MpeObservation(exists=False, manages_status=reads.manages_status)
+        meta = mpe["metadata"]
+        key = reads.key
+        ref = ref_of_key(key)
         conditions = tuple(
             Condition.from_dict(d) for d in (mpe.get("status") or {}).get("conditions") or []
         )
@@ -172,14 +196,15 @@ class MpeReconciler:
             exists=True,
             deletion_requested=bool(meta.get("deletionTimestamp")),
             has_finalizer=c.FINALIZER_MPE_PROTECTION in (meta.get("finalizers") or []),
-            manages_status=self.manages_status(),
+            manages_status=reads.manages_status,
             ready_condition=ready,
             client_ready=self.registry.get(ref) is not None,
-            tasks_using=len(tasks),
-            tasks_active=active,
-            jobs_kept=kept,
-            retired_locations=len(self.registry.retired(key)),
-            never_reached=self.registry.never_reached(mpe, jobs_recorded=jobs_recorded),
+            tasks_using=len(reads.tasks),
+            tasks_active=reads.tasks_active,
+            jobs_kept=reads.jobs_kept,
+            retired_locations=reads.retired_locations,
+            retired_locations_unused=len(reads.retired_unused),
+            never_reached=self.registry.never_reached(mpe, jobs_recorded=reads.jobs_recorded),
             unbuildable=self.registry.unbuildable(key),
             unreachable_seconds=self.registry.unreachable_for(ref),
             cleanup_timeout=self.cleanup_timeout,

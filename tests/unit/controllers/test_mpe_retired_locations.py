@@ -61,9 +61,9 @@ def test_an_earlier_location_no_task_needs_is_let_go_and_its_watch_stopped():
     old = cluster(reg, "main", "old", old_jobs)
     reg._clusters[KEY] = cluster(reg, "main", "new", FakeInformer())
     reg._retire_locked(old)
-    assert reg.release_retired(KEY, lambda _cl: True) == 1
+    assert reg.release_retired(KEY, []) == 1
     assert not old_jobs.stopped
-    assert reg.release_retired(KEY, lambda _cl: False) == 0
+    assert reg.release_retired(KEY, [old]) == 0
     assert reg.retired(KEY) == []
     assert old_jobs.stopped
 
