@@ -66,6 +66,8 @@ class Informer:
         res: the resource to watch.
         namespace: one namespace, or None for all (or a cluster-scoped resource).
         label_selector: server-side filter, e.g. ``engine.nagare.media/task-name``.
+        field_selector: server-side field filter, e.g. ``metadata.name=kc`` (a watch of one
+            object never lists the namespace's others).
         watch_timeout: server-side watch duration in seconds (jittered down to 80 %).
         read_margin: extra seconds the client waits for bytes before declaring the stream dead.
         max_backoff: cap in seconds on the wait before retrying a failing list or watch
@@ -88,6 +90,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         watch_timeout: float = 240.0,
         read_margin: float = 30.0,
         max_backoff: float = 30.0,
@@ -101,6 +104,7 @@ class Informer:
         self.res = res
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self.watch_timeout = watch_timeout
         self.read_margin = read_margin
         self.max_backoff = max_backoff
@@ -328,6 +332,7 @@ class Informer:
                     self.res,
                     self.namespace,
                     label_selector=self.label_selector,
+                    field_selector=self.field_selector,
                     limit=limit,
                     continue_token=token,
                 )
@@ -369,6 +374,7 @@ class Informer:
                 resourceVersion=resume_from,
                 allowWatchBookmarks="true",
                 labelSelector=self.label_selector,
+                fieldSelector=self.field_selector,
             )
         except Gone:
             self._resume_from = None  # used up: the relist replaces it

@@ -36,7 +36,7 @@ from taskfsm.controllers.clusters.cluster import (
 )
 from taskfsm.controllers.job_facts import JobFacts, job_facts
 from taskfsm.kube.informer import DELETED, Informer
-from taskfsm.kube.rest import JOBS, SECRETS, Resource, Rest, WatchStream
+from taskfsm.kube.rest import JOBS, SECRETS, Rest
 from taskfsm.kube.transforms import job_transform
 from taskfsm.manifests.jobs import task_key_of
 
@@ -170,35 +170,6 @@ class JobWatches:
                 self.on_mpe_event(mpe)
 
 
-class NamedObjectRest(Rest):
-    """The main cluster's Rest for an :class:`Informer` of a single object: its lists and
-    watches carry a ``metadata.name`` field selector (the Informer itself selects by label
-    only), so a Secret watch never lists the namespace's other Secrets."""
-
-    def __init__(self, rest: Rest, name: str) -> None:
-        # Everything else (client, observer, timeouts, retry and write settings) as ``rest``'s.
-        self.__dict__.update(vars(rest))
-        self.field_selector = f"metadata.name={name}"
-
-    def list(self, res: Resource, namespace: str | None = None, **options: Any) -> dict[str, Any]:
-        options["field_selector"] = self.field_selector
-        return super().list(res, namespace, **options)
-
-    def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        timeout_seconds: int,
-        read_timeout: float,
-        **query: Any,
-    ) -> WatchStream:
-        query["fieldSelector"] = self.field_selector
-        return super().watch(
-            res, namespace, timeout_seconds=timeout_seconds, read_timeout=read_timeout, **query
-        )
-
-
 def secret_metadata(secret: dict[str, Any]) -> dict[str, Any]:
     """What a kubeconfig Secret watch caches: identity and resourceVersion, never ``data``."""
     meta = secret.get("metadata") or {}
@@ -260,9 +231,11 @@ class SecretWatches:
                 if watch is None:
                     namespace, name = secret
                     informer = Informer(
-                        NamedObjectRest(self.main, name),
+                        self.main,
                         SECRETS,
                         namespace=namespace,
+                        # One Secret: the namespace's others are never listed.
+                        field_selector=f"metadata.name={name}",
                         name=f"secret@{namespace}/{name}",
                         transform=secret_metadata,
                         **self.informer_options,
