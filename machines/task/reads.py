@@ -11,7 +11,8 @@ drift apart:
   cache may lag behind the cluster, so where the chart would decide something for good from
   what the cache shows, the Job is read from its cluster instead;
 * whether the Job's inputs are built (`job_inputs_needed`);
-* whether a running Job's pods are asked about (`pods_checked`), and how long a wait has left
+* whether a running Job's pods are asked about (`pods_checked`), what counts as a pod that
+  cannot start (`cannot_start`, `mount_failures_count`), and how long a wait has left
   (`wait_left`).
 
 Spec: docs/behaviour.md §3.2 step 3, D18b and §3.11.
@@ -26,6 +27,21 @@ from machines.task.guards import job_expected
 from machines.task.observation import JobState, TaskObservation, WorkflowState
 from machines.task.phases import JOB_PENDING, RUNNING
 
+START_FAILURES: Final = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+"""Waiting reasons of a container that will not start by waiting (the kubelet retries, but
+what is missing stays missing until someone adds it)."""
+MOUNT_GRACE_SECONDS: Final = 30.0
+"""A pod younger than this is not judged by its ``FailedMount`` Events: the helper Secret is
+made just after the Job, and the kubelet's first mount may come before it."""
 POD_GRACE_SECONDS: Final = 5.0
 """A Job younger than this without ready pods is not asked about (the Job controller makes its
 pods within a second; asking sooner would only find them being made)."""
@@ -103,3 +119,15 @@ def wait_left(timeout: float, waited: float) -> float:
     if timeout <= 0:
         return float("inf")
     return max(0.0, timeout - waited)
+
+
+def cannot_start(waiting_reason: str) -> bool:
+    """A container waiting for this reason will not start by waiting (:data:`START_FAILURES`):
+    its pods count as refused (`job_pods_refused`)."""
+    return waiting_reason in START_FAILURES
+
+
+def mount_failures_count(pod_age_seconds: float, *, started: bool) -> bool:
+    """Whether a pod's ``FailedMount`` Events count as a refusal of its Job's pods: only for a
+    pod none of whose containers has run yet, older than :data:`MOUNT_GRACE_SECONDS`."""
+    return not started and pod_age_seconds >= MOUNT_GRACE_SECONDS

@@ -11,10 +11,13 @@ import pytest
 from machines.task.observation import JobState, TaskObservation, WorkflowState
 from machines.task.phases import JOB_PENDING, RUNNING, SUCCEEDED
 from machines.task.reads import (
+    MOUNT_GRACE_SECONDS,
     POD_GRACE_SECONDS,
     JobRead,
+    cannot_start,
     job_inputs_needed,
     job_read,
+    mount_failures_count,
     pods_checked,
     reselect_mpe,
     wait_left,
@@ -77,3 +80,16 @@ def test_a_wait_bounded_by_zero_lasts_for_ever_and_never_goes_negative() -> None
     assert math.isinf(wait_left(0, 1e9))
     assert wait_left(300, 100) == 200
     assert wait_left(300, 400) == 0
+
+
+def test_only_waiting_reasons_that_do_not_pass_by_themselves_count_as_cannot_start() -> None:
+    assert cannot_start("ImagePullBackOff")
+    assert cannot_start("CreateContainerConfigError")
+    assert not cannot_start("ContainerCreating")  # it passes by itself
+    assert not cannot_start("")
+
+
+def test_mount_failures_count_only_for_a_pod_past_the_grace_that_never_started() -> None:
+    assert mount_failures_count(MOUNT_GRACE_SECONDS, started=False)
+    assert not mount_failures_count(MOUNT_GRACE_SECONDS - 1, started=False)
+    assert not mount_failures_count(600, started=True)

@@ -449,7 +449,9 @@ class MpeRegistry:
         return self._interrupted.is_set()
 
     def interrupt(self) -> None:
-        """Cut short a :meth:`sync` waiting for a Job watch (graceful shutdown)."""
+        """The process is stopping: a connect that fails from now on is not reported (the MPE
+        reconciler publishes no verdict, docs/architecture.md), since the failure may be the
+        stop's own (informers stopping, leadership lost)."""
         self._interrupted.set()
 
     def stop(self) -> None:

@@ -27,7 +27,8 @@ from taskfsm.kube.rest import JSON_PATCH, Rest
 
 
 class ShuttingDown(Exception):
-    """The process is stopping while the MPE's cluster was being set up: nothing is reported."""
+    """The process is stopping while the MPE's cluster was being set up: nothing is reported
+    (a failure then may be the stop's own; the next process, or leader, connects again)."""
 
 
 @dataclass

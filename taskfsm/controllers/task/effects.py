@@ -142,18 +142,20 @@ class TaskEffects(ObservationGuards):
         self.work.status.setdefault("endTime", format_time(self.work.now))
 
     def select_media_processing_entity(self, observation: TaskObservation) -> None:
-        """§3.6 (the MediaProcessingEntity) with D1, D11-D14; a chosen ref is sticky."""
-        status = self.work.status
-        if status.get("mediaProcessingEntityRef"):
+        """§3.6 (the MediaProcessingEntity) with D1, D11-D14; a chosen ref is sticky. A ref the
+        observation does not follow (a namespaced MPE of another namespace, which selection
+        never writes: docs/security.md) is replaced."""
+        if observation.mpe_selected:
             return
+        status = self.work.status
         ref, _ = selection.select_media_processing_entity(self.work.task, self.catalog)
         status["mediaProcessingEntityRef"] = ref
 
     def select_function(self, observation: TaskObservation) -> None:
         """§3.6 (the Function) with D11-D14; a chosen ref is sticky."""
-        status = self.work.status
-        if status.get("functionRef"):
+        if observation.function_selected:
             return
+        status = self.work.status
         ref, _ = selection.select_function(self.work.task, self.catalog)
         status["functionRef"] = ref
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from machines.task.reads import cannot_start, mount_failures_count
 from taskfsm.api import constants as c
 from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import MpeCluster
@@ -29,21 +30,6 @@ log = logging.getLogger(__name__)
 
 JOB_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 """The label the Job controller puts on a Job's pods: the Job's UID."""
-START_FAILURES: Final = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "ErrImageNeverPull",
-        "InvalidImageName",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-    }
-)
-"""Waiting reasons of a container that will not start by waiting (the kubelet retries, but
-what is missing stays missing until someone adds it)."""
-MOUNT_GRACE_SECONDS: Final = 30.0
-"""A pod younger than this is not judged by its ``FailedMount`` Events: the helper Secret is
-made just after the Job, and the kubelet's first mount may come before it."""
 PODS_LOOKED_AT: Final = 5
 """At most this many of a Job's pods are read per look (a Job's pods fail alike)."""
 
@@ -111,10 +97,11 @@ class JobSite:
         self, cluster: MpeCluster, job: dict[str, Any], *, now: datetime
     ) -> PodTrouble | None:
         """Why ``job``'s pods cannot start: a container waiting for a reason that does not pass
-        by itself (:data:`START_FAILURES`: an image that cannot be pulled, a ConfigMap or Secret
-        it needs missing), since the pod was made; or, for a pod older than
-        :data:`MOUNT_GRACE_SECONDS` still creating its containers, its latest ``FailedMount``
-        Event (a volume, such as a Secret, that is not there), since the first. One LIST of
+        by itself (:func:`machines.task.reads.cannot_start`: an image that cannot be pulled, a
+        ConfigMap or Secret it needs missing), since the pod was made; or, for a pod still
+        creating its containers past the mount grace
+        (:func:`machines.task.reads.mount_failures_count`), its latest ``FailedMount`` Event (a
+        volume, such as a Secret, that is not there), since the first. One LIST of
         the Job's pods (its UID label), and one of a waiting pod's Events; None when nothing
         says so, or when they cannot be read."""
         meta = job.get("metadata") or {}
@@ -139,16 +126,17 @@ class JobSite:
             ]
             for container in containers:
                 waiting = (container.get("state") or {}).get("waiting") or {}
-                if waiting.get("reason") in START_FAILURES:
+                if cannot_start(waiting.get("reason") or ""):
                     message = (
                         f"pod {pod_meta.get('name')}: container {container.get('name')}: "
                         f"{waiting['reason']}: {waiting.get('message') or 'cannot start'}"
                     )
                     return PodTrouble(message, made)
-            if (now - made).total_seconds() >= MOUNT_GRACE_SECONDS and not any(
+            started = any(
                 (c.get("state") or {}).get("running") or (c.get("state") or {}).get("terminated")
                 for c in containers
-            ):
+            )
+            if mount_failures_count((now - made).total_seconds(), started=started):
                 events = self._events(
                     cluster,
                     namespace,

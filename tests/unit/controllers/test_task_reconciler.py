@@ -396,6 +396,20 @@ def test_a_job_missing_from_the_cache_is_confirmed_from_its_cluster_before_it_is
     assert "was lost before its outcome was recorded" in note
 
 
+def test_an_mpe_ref_of_another_namespace_in_status_is_replaced_by_selection():
+    """A namespaced MPE ref naming another namespace is not followed (docs/security.md); the
+    Task selected again instead of waiting in JobPending with no word (a regression)."""
+    w = World()
+    foreign = {"kind": c.KIND_MEDIA_PROCESSING_ENTITY, "namespace": "other", "name": "m"}
+    function = {"kind": c.KIND_FUNCTION, "namespace": NS, "name": "f"}
+    w.task(phase="JobPending", mediaProcessingEntityRef=foreign, functionRef=function)
+    assert w.reconcile().error is None
+    status = w.status()
+    assert status["mediaProcessingEntityRef"]["namespace"] == NS
+    assert status["phase"] == "Running"
+    assert "create jobs" in w.jobs.calls
+
+
 def _squat(w: World, name: str, **labels: str) -> dict[str, Any]:
     """A Job under ``name`` that some tenant made: not the Task's (no labels, or another's)."""
     job = _meta({"metadata": {"name": name, "labels": labels}}, uid="uid-squatter")
