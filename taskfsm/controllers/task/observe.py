@@ -24,9 +24,14 @@ from taskfsm.kube import wire
 from taskfsm.manifests import jobs
 
 
+def job_created(job: dict[str, Any] | None) -> datetime | None:
+    """When ``job`` was created (None without a Job or a creationTimestamp)."""
+    return parse_time(((job or {}).get("metadata") or {}).get("creationTimestamp"))
+
+
 def job_age(job: dict[str, Any] | None, now: datetime | None) -> float:
     """Seconds since ``job`` was created (0 without a Job, a clock or a creationTimestamp)."""
-    created = parse_time(((job or {}).get("metadata") or {}).get("creationTimestamp"))
+    created = job_created(job)
     if created is None or now is None:
         return 0.0
     return max(0.0, (now - created).total_seconds())

@@ -32,7 +32,6 @@ from machines.task.reads import (
 )
 from taskfsm import selection
 from taskfsm.api import constants as c
-from taskfsm.api.timestamps import parse_time
 from taskfsm.controllers.clusters.cluster import MpeCluster
 from taskfsm.controllers.clusters.registry import MpeRegistry
 from taskfsm.controllers.job_facts import job_facts
@@ -44,7 +43,7 @@ from taskfsm.controllers.task.inputs import (
     too_large,
 )
 from taskfsm.controllers.task.jobsite import JobSite, PodTrouble
-from taskfsm.controllers.task.observe import job_age, own_mpe_ref, workflow_state
+from taskfsm.controllers.task.observe import job_age, job_created, own_mpe_ref, workflow_state
 from taskfsm.controllers.task.seen_jobs import SeenJobs
 from taskfsm.controllers.task.store import TaskStore
 from taskfsm.controllers.task.working_copy import PassReads, WorkingCopy
@@ -203,11 +202,9 @@ class TaskReader:
         else:
             reads.helper_data_too_large = too_large(reads.job_inputs)
             reads.job_beyond_limits = beyond_limits(reads.job_inputs)
-        if reads.job is not None:
-            made = parse_time((reads.job.get("metadata") or {}).get("creationTimestamp"))
-            if made is not None:
-                waited = (self.clock() - made).total_seconds()
-                reads.job_pending_left = wait_left(self.job_pods_refused_timeout, waited)
+        if reads.job is not None and job_created(reads.job) is not None:
+            waited = job_age(reads.job, self.clock())
+            reads.job_pending_left = wait_left(self.job_pods_refused_timeout, waited)
 
     def _job(
         self, work: WorkingCopy, cluster: MpeCluster, name: str, namespace: str, read: JobRead
