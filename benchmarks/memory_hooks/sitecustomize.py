@@ -31,7 +31,7 @@ def _install(levers: frozenset[str]) -> None:
     import threading
     import time
 
-    from taskfsm.manager import controller as manager
+    from taskfsm.manager import manager
 
     try:
         from taskfsm.manager import memory
@@ -45,9 +45,9 @@ def _install(levers: frozenset[str]) -> None:
         memory.settle_after_start = lambda queues, **kwargs: None  # type: ignore[assignment]
         memory.limit_arenas = lambda arenas=2: False  # type: ignore[assignment]
 
-    original = manager.Controller.start
+    original = manager.Manager.start
 
-    def start(self: manager.Controller) -> manager.Controller:
+    def start(self: manager.Manager) -> manager.Manager:
         result = original(self)
         if "freeze" in levers:
             gc.freeze()
@@ -55,12 +55,12 @@ def _install(levers: frozenset[str]) -> None:
             threading.Thread(target=_trim_when_idle, args=(self,), daemon=True).start()
         return result
 
-    def _trim_when_idle(ctl: manager.Controller) -> None:
+    def _trim_when_idle(ctl: manager.Manager) -> None:
         quiet_since = None
         while True:
             time.sleep(0.5)
             queues = (ctl.queue, ctl.workflow_queue, ctl.mpe_queue)
-            busy = any(len(q) or q._processing for q in queues)  # WorkQueue.idle() where it exists
+            busy = not all(q.idle() for q in queues)
             if busy:
                 quiet_since = None
                 continue
@@ -69,7 +69,7 @@ def _install(levers: frozenset[str]) -> None:
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
                 return
 
-    manager.Controller.start = start  # type: ignore[method-assign]
+    manager.Manager.start = start  # type: ignore[method-assign]
 
 
 if _LEVERS:
