@@ -118,6 +118,10 @@ def check_memory(text: str, data: dict[str, Any]) -> None:
     assert data["sizes"]["Job"]["objects"] == 30
     assert data["sizes"]["Task"]["spec"] > 0
     assert "spec" not in data["sizes"]["Job"]
+    # --profile: the traced process's live memory, by source line, reached the report.
+    assert data["profile"]["total_bytes"] > 0
+    assert any("taskfsm/" in where for where, _size, _count in data["profile"]["lines"])
+    assert "Where the live memory is" in text
 
 
 def check_ui(text: str, data: dict[str, Any]) -> None:
@@ -156,7 +160,7 @@ HARNESSES = {
     ),
     "http": Harness("bench_http.py", ("--quick",), check_http, earlier=KEPT),
     "admission": Harness("bench_admission.py", ("--quick",), check_admission),
-    "memory": Harness("bench_memory.py", ("--quick",), check_memory),
+    "memory": Harness("bench_memory.py", ("--quick", "--profile"), check_memory),
     "ui": Harness(
         "bench_ui.py",
         ("--tasks", "50"),

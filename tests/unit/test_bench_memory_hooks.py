@@ -10,18 +10,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_hook_replaces_the_managers_start_for_every_lever() -> None:
+@pytest.mark.parametrize("levers", ["none,freeze,trim", "traced"])
+def test_the_hook_replaces_the_managers_start_for_every_lever(levers: str) -> None:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO / "benchmarks" / "memory_hooks"), str(REPO)]),
-        "TASKFSM_BENCH_MEMORY": "none,freeze,trim",
+        "TASKFSM_BENCH_MEMORY": levers,
     }
     probe = "from taskfsm.manager.manager import Manager; print(Manager.start.__qualname__)"
     done = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )
     assert "sitecustomize" not in done.stderr, done.stderr
-    assert done.stdout.strip() == "_install.<locals>.start"
+    assert done.stdout.strip() == "_after_start.<locals>.start"
