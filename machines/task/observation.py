@@ -165,7 +165,8 @@ class TaskObservation:
         default=False,
         metadata=_doc(
             "An object under the Task's Job name exists in its cluster but is not the Task's "
-            "Job (it carries another Task's labels, or none): the Job fields ignore it, nothing "
+            "Job (it carries another Task's labels, or none, and is not the Job `status.jobRef` "
+            "recorded): the Job fields ignore it, nothing "
             "adopts or deletes it, and no Job can be made under that name while it is there."
         ),
     )

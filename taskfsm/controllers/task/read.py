@@ -151,9 +151,13 @@ class TaskReader:
                 reads.job_unreadable = f"reading Job {job_name}: {exc}"
                 reads.job_refused = isinstance(exc, Forbidden) and bool(mpe_ref)
             else:
-                # Only an object with the Task's labels is its Job: anything else under that
-                # name is reported, never adopted, deleted or read for an outcome.
-                reads.job_name_taken = found is not None and not jobs.owns(found, task)
+                # The Task's Job carries its labels, or is the one its status recorded (a UID
+                # only the API server assigns); anything else under that name is reported,
+                # never adopted, deleted or read for an outcome.
+                reads.job_name_taken = found is not None and not (
+                    jobs.owns(found, task)
+                    or (found["metadata"].get("uid") or None) == (job_ref.get("uid") or "")
+                )
                 reads.job = None if reads.job_name_taken else found
         if cluster is not None and not reads.job_unreadable:
             reads.cluster = cluster

@@ -441,6 +441,17 @@ def test_an_object_under_the_jobs_name_that_is_not_the_tasks_is_left_alone():
     assert w.jobs.server[name]["metadata"]["uid"] != "uid-squatter"
 
 
+def test_the_job_status_recorded_stays_the_tasks_even_without_its_labels():
+    w = World()
+    w.running(job_state="succeeded")
+    name = jobs.job_name(w.store.tasks["t"])
+    w.jobs.server[name]["metadata"]["labels"] = {}  # someone edited them away
+    w.reconcile()
+    status = w.status()
+    assert status["phase"] == "Succeeded"
+    assert status["conditions"][-1]["reason"] != "JobLost"
+
+
 def test_a_tasks_job_replaced_by_another_object_is_lost_and_the_other_is_never_deleted():
     w = World()
     w.running()
