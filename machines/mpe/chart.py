@@ -85,7 +85,7 @@ class MpeLifecycle(LifecycleChart):
         | deleting.to(
             finalized,
             cond="cluster_holds_nothing",
-            before=["drop_client", "remove_mpe_finalizer", "wake_tasks"],
+            before=["release_client", "remove_mpe_finalizer", "wake_tasks"],
         )
         # D18: the Tasks that still need the cluster are waited for, with the client kept (or,
         # after a restart, built again) so they can finish or clean up their Jobs.
@@ -106,19 +106,24 @@ class MpeLifecycle(LifecycleChart):
         # Secret cannot build one: the Secret went first in a namespace deletion) cannot be
         # searched however long the MPE waits; it is given up at once, as one that has not
         # answered for the cleanup bound is.
+        # Each way out releases the client: the Tasks still naming the MPE are woken and
+        # treat it as gone (the Task chart's `mpe_gone`), since nothing will set it up again.
         | deleting.to(
             finalized,
             cond="no_client_can_be_built",
-            before=["drop_client", "remove_mpe_finalizer"],
+            before=["release_client", "remove_mpe_finalizer", "wake_tasks"],
             on="note_orphans_not_checked",
         )
         | deleting.to(
             finalized,
             cond="cleanup_expired",
-            before=["drop_client", "remove_mpe_finalizer"],
+            before=["release_client", "remove_mpe_finalizer", "wake_tasks"],
             on="note_orphans_not_checked",
         )
-        | deleting.to(finalized, before=["delete_orphans", "drop_client", "remove_mpe_finalizer"])
+        | deleting.to(
+            finalized,
+            before=["delete_orphans", "release_client", "remove_mpe_finalizer", "wake_tasks"],
+        )
     )
     # After a successful connect: Ready, the earlier locations no Task needs released, and a
     # look again after the resync period (the kubeconfig Secret re-read, D19).

@@ -39,6 +39,7 @@ EFFECT_NAMES: Final = (
     "release_retired_locations",
     "delete_orphans",
     "drop_client",
+    "release_client",
     "remove_mpe_finalizer",
 )
 """Every effect of `MpeLifecycleModel`, in declaration order."""
@@ -94,8 +95,8 @@ class MpeLifecycleModel(Protocol):
         ...
 
     def wake_tasks(self, observation: MpeObservation) -> None:
-        """The client became usable: queue the Tasks using the MPE, search its cluster for the
-        children of gone Tasks."""
+        """Queue the Tasks using the MPE to decide again; a usable client's cluster is searched for
+        the children of gone Tasks."""
         ...
 
     def release_retired_locations(self, observation: MpeObservation) -> None:
@@ -108,6 +109,12 @@ class MpeLifecycleModel(Protocol):
 
     def drop_client(self, observation: MpeObservation) -> None:
         """Forget the MPE's client, its earlier locations and its kubeconfig Secret watch."""
+        ...
+
+    def release_client(self, observation: MpeObservation) -> None:
+        """Drop what `drop_client` drops; the Tasks still naming the MPE treat it as gone.
+
+        The deletion is done and no client of it will be set up again (a Task's `mpe_gone`)."""
         ...
 
     def remove_mpe_finalizer(self, observation: MpeObservation) -> None:

@@ -286,12 +286,12 @@ class _PassRecord(PassRecord):
             # A finished Task deletes its Job while its MPE is being deleted, unless the MPE's
             # cluster could not be reached (then the MPE has a Warning Event OrphansNotChecked).
             note = (
-                f"MediaProcessingEntity no longer exists; Job {obs.job_name} went with "
+                f"MediaProcessingEntity is deleted; Job {obs.job_name} went with "
                 "it or, if its cluster could not be reached, is left behind"
             )
         elif obs.mpe_gone:
             note = (
-                f"MediaProcessingEntity no longer exists; Job {obs.job_name} "
+                f"MediaProcessingEntity is deleted; Job {obs.job_name} "
                 "(if it exists) is left behind"
             )
         else:

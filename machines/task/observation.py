@@ -117,8 +117,9 @@ class TaskObservation:
     mpe_gone: bool = field(
         default=False,
         metadata=_doc(
-            "It does not exist, or the reference names no MPE kind: nothing can reach its "
-            "cluster any more."
+            "It does not exist, the reference names no MPE kind, or its deletion is done "
+            "(the controller let go of it and sets no client of it up again): nothing can "
+            "reach its cluster any more."
         ),
     )
     mpe_deleting: bool = field(

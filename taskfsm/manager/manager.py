@@ -515,10 +515,15 @@ class Manager:
 
     def _wait_for_mpe(self, mpe: MpeKey, task: str) -> bool:
         """Register Task ``task`` as waiting for ``mpe``'s client; False when it is no longer
-        being set up (ready or failed meanwhile: the Task decides again now). Registering first
-        and checking second leaves no gap in which a wake-up could be missed."""
+        being set up (ready, failed, released or gone meanwhile: the Task decides again now).
+        Registering first and checking second leaves no gap in which a wake-up could be
+        missed: the MPE reconcile that wakes waiters runs after the registry and the cache
+        changed, so a wake-up that came before the registration shows here. (A gone MPE is
+        unknown to the registry, which is why the cache is asked too.)"""
         self.waiters.add(mpe, task)
-        if self.registry.pending(ref_of_key(mpe)):
+        kind, namespace, name = mpe
+        listed = self.caches.get(kind, namespace or None, name) is not None
+        if listed and self.registry.pending(ref_of_key(mpe)):
             return True
         self.waiters.discard(mpe, task)
         return False

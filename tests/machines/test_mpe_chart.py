@@ -280,7 +280,12 @@ def test_a_deleting_mpe_waits_for_a_client_being_set_up():
 
 def test_a_deleting_mpe_no_task_needs_deletes_the_orphans_and_goes():
     outcome = run(deletion_requested=True, tasks_using=2)  # both finished, their Jobs gone
-    assert outcome.effects == ("delete_orphans", "drop_client", "remove_mpe_finalizer")
+    assert outcome.effects == (
+        "delete_orphans",
+        "release_client",
+        "remove_mpe_finalizer",
+        "wake_tasks",
+    )
     assert outcome.finalized
 
 
@@ -296,7 +301,7 @@ def test_a_failed_orphan_search_is_retried_until_the_cleanup_bound():
 
 def test_a_cluster_silent_for_the_cleanup_bound_is_given_up():
     outcome = run(deletion_requested=True, unreachable_seconds=121.0, cleanup_timeout=120.0)
-    assert outcome.effects == ("drop_client", "remove_mpe_finalizer")
+    assert outcome.effects == ("release_client", "remove_mpe_finalizer", "wake_tasks")
     assert [(e.type, e.reason) for e in outcome.events] == [("Warning", "OrphansNotChecked")]
     assert outcome.finalized
 
@@ -311,7 +316,7 @@ def test_a_cluster_no_client_can_reach_any_more_is_given_up_at_once():
         unreachable_seconds=5.0,
         cleanup_timeout=120.0,
     )
-    assert outcome.effects == ("drop_client", "remove_mpe_finalizer")
+    assert outcome.effects == ("release_client", "remove_mpe_finalizer", "wake_tasks")
     assert [(e.type, e.reason) for e in outcome.events] == [("Warning", "OrphansNotChecked")]
     assert "no client of it can be built (KubeconfigSecretUnavailable)" in outcome.events[0].note
     assert outcome.finalized
@@ -333,14 +338,19 @@ def test_a_deleting_mpe_that_never_reached_a_cluster_goes_at_once(reason):
     """Refused by policy, or never connected: nothing of a Task can be in its cluster, so no
     orphan search, no cleanup bound; its Tasks decide again."""
     outcome = run(deletion_requested=True, has_finalizer=True, never_reached=reason)
-    assert outcome.effects == ("drop_client", "remove_mpe_finalizer", "wake_tasks")
+    assert outcome.effects == ("release_client", "remove_mpe_finalizer", "wake_tasks")
     assert outcome.events == ()
     assert outcome.finalized
 
 
 def test_a_deleting_mpe_that_never_reached_a_cluster_but_kept_locations_searches_them():
     outcome = run(deletion_requested=True, never_reached="NotReachable", retired_locations=1)
-    assert outcome.effects == ("delete_orphans", "drop_client", "remove_mpe_finalizer")
+    assert outcome.effects == (
+        "delete_orphans",
+        "release_client",
+        "remove_mpe_finalizer",
+        "wake_tasks",
+    )
 
 
 def test_a_gone_mpe_drops_what_this_process_held_for_it():

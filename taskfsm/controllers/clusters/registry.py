@@ -11,6 +11,8 @@ The registry also keeps, in process memory:
 
 * why an MPE's client could not be built (:meth:`MpeRegistry.error`), and which MPEs are still
   being set up (:meth:`MpeRegistry.pending`): what a Task waits for;
+* which deleting MPEs this process has let go of (:meth:`MpeRegistry.released`): their deletion
+  is done, no client of them will be set up again, and their Tasks treat them as gone;
 * the client an MPE had while Tasks use it, when a new one cannot be built (:meth:`kept`: a
   namespace deletion may delete the kubeconfig Secret first, docs/operations.md "Deleting a
   namespace");
@@ -131,6 +133,10 @@ class MpeRegistry:
         self._unbuildable: set[MpeKey] = set()
         """MPEs whose last failure came from their spec or kubeconfig Secret as they are (not
         a failed read, not their cluster): :meth:`unbuildable`."""
+        self._released: set[MpeKey] = set()
+        """Deleting MPEs whose deletion this process finished (their client dropped, their
+        finalizer released) that are still in the cache (a finalizer of someone else, or the
+        watch event of their removal not seen yet): :meth:`released`."""
         self._reached: set[MpeKey] = set()
         """MPEs a client of which has listed their Jobs in this process (their cluster may hold
         Jobs of Tasks)."""
@@ -168,7 +174,17 @@ class MpeRegistry:
         key = key_of_ref(ref)
         with self._lock:
             cluster = self._clusters.get(key)
-            return key not in self._errors and (cluster is None or not cluster.ready)
+            if key in self._errors or key in self._released:
+                return False
+            return cluster is None or not cluster.ready
+
+    def released(self, ref: dict[str, Any] | None) -> bool:
+        """The MPE named by ``ref`` is being deleted and this process has let go of it
+        (:meth:`release`): nothing cleans up through it any more, as if it were gone."""
+        if not ref:
+            return False
+        with self._lock:
+            return key_of_ref(ref) in self._released
 
     def clusters(self) -> list[MpeCluster]:
         with self._lock:
@@ -307,6 +323,7 @@ class MpeRegistry:
             self._clusters[key] = cluster
             self._errors.pop(key, None)
             self._unbuildable.discard(key)
+            self._released.discard(key)
         for earlier in replaced:
             self.jobs.release(earlier)
         if old is not None and old.watch_key != watch_key and old.watch_key[:2] == watch_key[:2]:
@@ -407,14 +424,24 @@ class MpeRegistry:
             self.jobs.release(cluster)
 
     def forget(self, key: MpeKey) -> None:
-        """``key`` is gone (deleted, or its finalizer released): drop its cluster, its earlier
-        locations, its error and its kubeconfig Secret watch."""
+        """``key`` is gone (deleted): drop its cluster, its earlier locations, its error and its
+        kubeconfig Secret watch."""
         self.remove(key)
         with self._lock:
             self._unreachable_since.pop(key, None)
             self._reached.discard(key)
+            self._released.discard(key)
         self.release_retired(key, self.retired(key))
         self.secrets.watch(key, None)
+
+    def release(self, key: MpeKey) -> None:
+        """The deletion of ``key`` is done (its finalizer is being released): drop all of it, as
+        :meth:`forget` does, and remember until it is gone that it was let go, so that a Task
+        still naming it neither waits for a client nobody will set up again nor misses the
+        wake-up of its last reconcile (:meth:`pending` is False, :meth:`released` True)."""
+        self.forget(key)
+        with self._lock:
+            self._released.add(key)
 
     # -- reachability: what --cleanup-timeout counts ---------------------------------------------
 

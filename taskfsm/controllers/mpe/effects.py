@@ -194,3 +194,6 @@ class MpeEffects(MpeObservationGuards):
 
     def drop_client(self, observation: MpeObservation) -> None:
         self.registry.forget(self.key)
+
+    def release_client(self, observation: MpeObservation) -> None:
+        self.registry.release(self.key)

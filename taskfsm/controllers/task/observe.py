@@ -67,7 +67,7 @@ def observe(
         function_selected=bool(status.get("functionRef")),
         mpe_ready=reads.client_built,
         mpe_client_pending=reads.client_pending,
-        mpe_gone=bool(mpe_ref) and reads.mpe is None,
+        mpe_gone=bool(mpe_ref) and (reads.mpe is None or reads.mpe_released),
         mpe_deleting=bool(((reads.mpe or {}).get("metadata") or {}).get("deletionTimestamp")),
         mpe_unrecorded=reads.mpe_unrecorded,
         mpe_problem=reads.mpe_problem,

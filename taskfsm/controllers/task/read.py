@@ -166,6 +166,7 @@ class TaskReader:
             self.clusters.mark_unreachable(mpe_ref)
         if reads.cluster is None:
             reads.client_pending = cluster is None and self.clusters.pending(mpe_ref)
+            reads.mpe_released = cluster is None and self.clusters.released(mpe_ref)
         reads.mpe_problem = self.clusters.error(mpe_ref)
         if reads.cluster is None and reads.mpe is not None:
             reads.mpe_never_reached = bool(

@@ -46,6 +46,8 @@ class PassReads:
     """That client, once its cluster answered this pass's read of the Job (None: no client, or
     the read failed: `job_unreadable`)."""
     client_pending: bool = False
+    mpe_released: bool = False
+    """The MPE is being deleted and this process let go of it (its deletion is done)."""
     mpe_problem: str = ""
     mpe_never_reached: bool = False
     job: dict[str, Any] | None = None

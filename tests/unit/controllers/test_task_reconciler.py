@@ -223,6 +223,7 @@ class FakeClusters:
 
     cluster: FakeCluster | None = field(default_factory=FakeCluster)
     pending_: bool = False
+    released_: bool = False
     unreachable: float = 0.0
     reachable: list[bool] = field(default_factory=list)
 
@@ -231,6 +232,9 @@ class FakeClusters:
 
     def pending(self, ref: Any) -> bool:
         return self.pending_
+
+    def released(self, ref: Any) -> bool:
+        return self.released_
 
     def error(self, ref: Any) -> str:
         return ""
@@ -716,6 +720,28 @@ def test_the_workflow_terminating_before_the_job_is_made_fails_the_task():
     assert w.status()["phase"] == "Failed"
     assert w.status()["conditions"][-1]["reason"] == "WorkflowTerminated"
     assert not any(call.startswith("create") for call in w.jobs.calls)
+
+
+def test_a_deleting_task_whose_mpe_was_let_go_at_its_deletion_goes_without_waiting():
+    """Regression (CI, a namespace deletion): the Task failed when the namespace's deletion
+    took its Job; its MPE, needed by no Task any more, finished its deletion and dropped its
+    client while still in the cache. The Task must not wait for a client nobody sets up."""
+    w = World()
+    w.running()
+    name = jobs.job_name(w.store.tasks["t"])
+    del w.jobs.server[name]
+    w.reconcile()
+    assert w.status()["phase"] == "Failed"  # JobLost
+    w.mpe["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
+    w.store.tasks["t"]["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
+    w.clusters.cluster = None
+    w.clusters.released_ = True  # the MPE's last reconcile let go of it
+    w.events.recorded.clear()
+    result = w.reconcile()
+    assert result.error is None
+    assert w.waits == []
+    assert w.store.writes[-1] == ("finalizer removed", "t")
+    assert w.events.reasons() == ["Warning/JobAbandoned", "Normal/Deleted"]
 
 
 def test_a_task_deleted_meanwhile_is_nothing_to_do():
