@@ -65,11 +65,13 @@ WARNING: Final = "Warning"
 @dataclass(frozen=True, slots=True)
 class EventNote:
     """An Event the chart asks the runtime to write on the object (`type` is `NORMAL` or
-    `WARNING`, `reason` a CamelCase word, `note` the text)."""
+    `WARNING`, `reason` a CamelCase word, `note` the text; `phase_change`: the Event of a
+    reconcile's phase path, which a runtime may leave out when it is `NORMAL`)."""
 
     type: str
     reason: str
     note: str
+    phase_change: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,7 +533,7 @@ class PassEngine:
             if reason_note:
                 text += f": {reason_note}"
             kind = WARNING if path[-1] in self.spec.warning_phases else NORMAL
-            events.insert(0, EventNote(kind, path[-1], text))
+            events.insert(0, EventNote(kind, path[-1], text, phase_change=True))
         return ReconcileOutcome(
             last=outcome,
             path=tuple(path),

@@ -130,6 +130,7 @@ def main(*, output: Path, timeout: float = 180.0, keep: bool = False) -> int:
             resync_seconds=30,
             watch_timeout=60,
             workflow_termination_waiting=WORKFLOW_WAIT_SECONDS,
+            task_phase_events=True,  # the demo prints every phase change from the Events
         )
         controller = Manager(api, settings).start()
         kubelet = SimulatedKubelet(api, namespace=NAMESPACE).start()

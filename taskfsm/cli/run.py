@@ -144,6 +144,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir or None,
         metrics_tenant_labels=args.metrics_tenant_labels,
+        task_phase_events=args.task_phase_events,
         kubeconfig_policy=KubeconfigPolicy(
             allow_exec=args.allow_kubeconfig_exec,
             allow_insecure=args.allow_kubeconfig_insecure,
@@ -423,6 +424,13 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "taskfsm_watch_healthy series per MediaProcessingEntity Job watch, the remote host of "
         "rest_client_requests_total and rest_client_request_duration_seconds); without it they "
         "read jobs@main, jobs@remote and remote",
+    )
+    run.add_argument(
+        "--task-phase-events",
+        action="store_true",
+        help="write a Normal Event for each phase change of a Task (JobPending, Running, "
+        "Succeeded), two Event writes per Task; without it the Task's status says it "
+        "(phase, conditions) and a Failed Task still gets its Warning Event",
     )
     run.add_argument(
         "--allow-kubeconfig-exec",

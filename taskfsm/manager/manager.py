@@ -183,6 +183,7 @@ class Manager:
             finished_ttl=s.finished_ttl or None,
             job_pods_refused_timeout=s.job_pods_refused_timeout,
             on_job_created=self.metrics.job_creation_latency.observe,
+            phase_events=s.task_phase_events,
         )
         self.mpe_reconciler = MpeReconciler(
             rest=self.rest,

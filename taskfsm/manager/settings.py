@@ -103,6 +103,9 @@ class Settings:
     clusters in ``rest_client_requests_total`` and ``rest_client_request_duration_seconds``);
     False: ``jobs@main``/``jobs@remote`` and
     ``remote`` instead (docs/security.md, "Endpoints")."""
+    task_phase_events: bool = False
+    """Write a Normal Event for each phase change of a Task (JobPending, Running, Succeeded);
+    False: the status write says it, and only Warnings (a Failed Task) are Events too."""
     kubeconfig_policy: KubeconfigPolicy = STRICT_KUBECONFIGS
     """What ClusterMediaProcessingEntities' kubeconfigs may hold beyond the allow-list of
     :mod:`taskfsm.kube.kubeconfig` (a namespaced MPE's never may: docs/security.md)."""

@@ -236,45 +236,33 @@ def event_row(event: dict[str, Any]) -> tuple[str, str, str, str]:
 def phase_path(task: dict[str, Any], events: list[dict[str, Any]] | None) -> list[str]:
     """The phases the Task went through, oldest first (``""``: new, before its first phase).
 
-    From the controller's phase-change Events (each note is the path of one reconcile,
-    ``JobPending -> Running: ...``) while they last; Events expire (one hour by default), so
-    without them the path is rebuilt from what the status keeps: ``queuedTime`` (Initializing),
-    the ``Initialized`` condition (JobPending), ``startTime`` (Running), and the phase itself.
+    A Task's phases only move forward (Initializing, JobPending, Running, then Succeeded or
+    Failed), so the path is every phase known to have been visited, in that order. Known from
+    what the status keeps -- ``queuedTime`` (Initializing), the ``Initialized`` condition
+    (JobPending), ``startTime`` (Running) and the phase itself -- and from the controller's
+    phase-change Events while they last (each note is the path of one reconcile,
+    ``JobPending -> Running: ...``): Warnings always, Normal ones with ``--task-phase-events``;
+    Events expire (one hour by default).
     """
     status = task.get("status") or {}
     phase = status.get("phase") or ""
-    path = [""]
-
-    def step(name: str) -> None:
-        if name != path[-1]:
-            path.append(name)
-
-    known = {"", *(p.value for p in c.TaskPhase)}
+    order = [p.value for p in c.TaskPhase]
+    visited: set[str] = set()
     for event in events or []:
         note = (event.get("note") or "").split(":", 1)[0]
-        if event.get("reason") not in known or " -> " not in note:
+        if event.get("reason") not in {"", *order} or " -> " not in note:
             continue
-        for name in note.split(" -> "):
-            name = "" if name.strip() == "(new)" else name.strip()
-            if name in known and name:
-                step(name)
-    if len(path) == 1 and phase:
-        initialized = (
-            next(
-                (x for x in status.get("conditions") or [] if x.get("type") == "Initialized"),
-                None,
-            )
-            or {}
-        )
-        if status.get("queuedTime") or phase:
-            step(c.TaskPhase.INITIALIZING.value)
-        if initialized.get("status") == "True" or status.get("startTime"):
-            step(c.TaskPhase.JOB_PENDING.value)
-        if status.get("startTime"):
-            step(c.TaskPhase.RUNNING.value)
+        visited.update(name.strip() for name in note.split(" -> "))
     if phase:
-        step(phase)
-    return path
+        initialized: dict[str, Any] = next(
+            (x for x in status.get("conditions") or [] if x.get("type") == "Initialized"), {}
+        )
+        visited.update({c.TaskPhase.INITIALIZING.value, phase})
+        if initialized.get("status") == "True" or status.get("startTime"):
+            visited.add(c.TaskPhase.JOB_PENDING.value)
+        if status.get("startTime"):
+            visited.add(c.TaskPhase.RUNNING.value)
+    return ["", *(name for name in order if name in visited)]
 
 
 def _event_lines(rest: Rest, task: dict[str, Any]) -> list[str]:

@@ -4,8 +4,9 @@ The Controller's every ``Rest`` carries a counting observer (the same hook that 
 ``rest_client_requests_total``); a request log tells the Task's Events from the Workflow's.
 Counted per Task: writes to Tasks, Jobs and Secrets (the
 Workflow and MediaProcessingEntity controllers' own writes are not the Task's), single-object
-GETs (reads not served by a cache), and Events separately. The goal: at most 6 writes and
-3 uncached reads per Task. Write counts are deterministic and asserted; uncached reads depend on
+GETs (reads not served by a cache), and Events separately. The goal: at most 6 writes, no
+Event (the phase changes are Events only with ``--task-phase-events``) and 3 uncached reads per
+Task. Write counts are deterministic and asserted; uncached reads depend on
 how fast the Job watch delivers the new Job (a fresh GET covers a lagging cache), so they are
 reported, with only their ceiling asserted.
 """
@@ -32,7 +33,7 @@ TASK_RESOURCES = ("tasks", "tasks/status", "jobs", "secrets")
 
 def test_happy_path_api_cost_per_task(controller_factory, engine, kubelet, probe, namespace):
     """Creation → Succeeded costs at most 6 writes per Task (metadata, Job, Secret, status
-    Running, status Succeeded, Job finalizer release) and at most 3 uncached reads; Events apart."""
+    Running, status Succeeded, Job finalizer release), no Event, and at most 3 uncached reads."""
     counter, log, faults = RequestCounter(), RequestLog(), Faults()
     ctl = controller_factory(
         rest_factory=lambda api: FaultyRest(api, log=log, faults=faults, observer=counter),
@@ -89,4 +90,5 @@ def test_happy_path_api_cost_per_task(controller_factory, engine, kubelet, probe
         + ", ".join(f"{res}: {n}" for (verb, res, _), n in sorted(counts.items()) if verb == "GET")
     )
     assert writes <= 6 * TASKS
+    assert events == 0  # a Normal phase change is an Event only with --task-phase-events
     assert reads <= 3 * TASKS

@@ -46,7 +46,8 @@ def test_every_write_sent_twice_keeps_one_job_each_event_once_and_cleans_up(
     engine, controller_factory, kubelet, probe, namespace
 ):
     ResendingRest.doubled.clear()
-    controller = controller_factory(rest_factory=resending)
+    # With --task-phase-events, so that each phase change's Event is there to be doubled.
+    controller = controller_factory(rest_factory=resending, task_phase_events=True)
     made = [
         engine.create(objects.workflow("wf")),
         engine.create(objects.function("ok")),

@@ -189,7 +189,6 @@ def test_state_task_and_workflow_pages(
     assert {"job_pending->running", "running->succeeded"} <= set(taken)
     assert page.eval_on_selector("g.node.current", "n => n.dataset.state") == "succeeded"
     assert "JobSucceeded" in page.inner_text("#conditions")
-    assert "Running -> Succeeded: JobSucceeded" in page.inner_text("#events")
     assert "active 0, succeeded 1, failed 0" in page.inner_text("#job")
     assert page.inner_text(".log-text") == "reading input.mp4\nwrote output.mp4\n"
     assert "Phase:      Succeeded" in page.inner_text("#explain")

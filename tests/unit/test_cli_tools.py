@@ -120,6 +120,16 @@ def test_phase_path_from_events_then_from_the_status() -> None:
         "Running",
         "Succeeded",
     ]
+    # Without --task-phase-events only the Warning of a Failed Task is an Event.
+    warned = task("Failed", startTime="t1", conditions=[{"type": "Initialized", "status": "True"}])
+    only_warning = [{"reason": "Failed", "note": "Running -> Failed: JobFailed"}]
+    assert explain.phase_path(warned, only_warning) == [
+        "",
+        "Initializing",
+        "JobPending",
+        "Running",
+        "Failed",
+    ]
     assert explain.phase_path(task(), None) == [""]
     assert explain.phase_path(task("JobPending", queuedTime="t0"), None) == [
         "",

@@ -212,6 +212,7 @@ def build_reconciler(
     job_pods_refused_timeout: float,
     finished_ttl: float | None = None,
     on_job_created: Callable[[float], None] | None = None,
+    phase_events: bool = False,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> TaskReconciler:
     """A :class:`TaskReconciler` on the real ports: the main cluster (``rest``, ``caches``),
@@ -252,7 +253,7 @@ def build_reconciler(
     return TaskReconciler(
         reader=reader,
         effects=effects,
-        writer=TaskWriter(store, events),
+        writer=TaskWriter(store, events, phase_events=phase_events),
         signals=signals,
         orphans=orphans,
         resync_seconds=resync_seconds,

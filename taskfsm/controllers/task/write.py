@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from machines.conditions import bounded_message
-from machines.engine import WARNING
+from machines.engine import NORMAL, WARNING
 from machines.task.driver import TaskReconcileOutcome
 from taskfsm.controllers.result import is_conflict, is_transient, retry_after_of
 from taskfsm.controllers.task.store import TaskStore
@@ -47,11 +47,23 @@ class Written:
 
 
 class TaskWriter:
-    """Writes a Task reconcile's patch and Events."""
+    """Writes a Task reconcile's patch and Events.
 
-    def __init__(self, store: TaskStore, events: EventRecorder) -> None:
+    Args:
+        store: the main cluster's Tasks.
+        events: where Events go.
+        phase_events: write a Normal Event for each phase change (``--task-phase-events``);
+            without it a phase change is in the status write only (phase, conditions with
+            their ``lastTransitionTime``), and only the phase changes that are Warnings (Failed)
+            get an Event: two Event writes per Task fewer (docs/operations.md, "Events").
+    """
+
+    def __init__(
+        self, store: TaskStore, events: EventRecorder, *, phase_events: bool = False
+    ) -> None:
         self.store = store
         self.events = events
+        self.phase_events = phase_events
         self._pruned_status: set[str] = set()
         """Top-level status fields the API server dropped from our writes: the installed CRD
         has no such field (an upstream CRD without ``observedGeneration``), so they are neither
@@ -113,6 +125,8 @@ class TaskWriter:
 
     def _events(self, work: WorkingCopy, outcome: TaskReconcileOutcome) -> None:
         for note in outcome.events:
+            if note.phase_change and note.type == NORMAL and not self.phase_events:
+                continue
             self.events.record(work.task, note.type, note.reason, note.note)
 
     def _write_status(self, work: WorkingCopy) -> None:

@@ -255,7 +255,7 @@ class FakeClusters:
 class World:
     """A Task reconciler on fake ports, with a Workflow, a Function and a local MPE."""
 
-    def __init__(self, finished_ttl: float | None = None) -> None:
+    def __init__(self, finished_ttl: float | None = None, *, phase_events: bool = False) -> None:
         self.now = NOW
         self.catalog = FakeCatalog()
         self.catalog.add(objects.workflow("wf"))
@@ -288,7 +288,11 @@ class World:
                 catalog=self.catalog,  # type: ignore[arg-type]  # a fake port
                 seen=self.seen,
             ),
-            writer=TaskWriter(self.store, self.events),  # type: ignore[arg-type]  # fake ports
+            writer=TaskWriter(
+                self.store,  # type: ignore[arg-type]  # a fake port
+                self.events,  # type: ignore[arg-type]  # a fake port
+                phase_events=phase_events,
+            ),
             signals=MpeSignals(wait=self._wait, recheck=self.rechecks.append),
             resync_seconds=300.0,
             finished_ttl=finished_ttl,
@@ -345,9 +349,21 @@ def test_a_new_task_reaches_running_in_one_reconcile_with_one_metadata_and_one_s
     assert status["phase"] == "Running"
     assert status["jobRef"]["name"] == jobs.job_name(w.store.tasks["t"])
     assert status["startTime"] == status["queuedTime"] == "2024-05-01T12:00:00Z"
+    assert w.events.recorded == []  # a phase change is an Event only with --task-phase-events
+
+
+def test_with_task_phase_events_each_phase_change_is_a_normal_event():
+    w = World(phase_events=True)
+    w.task()
+    w.reconcile()
     assert w.events.recorded == [
         ("Normal", "Running", "(new) -> Initializing -> JobPending -> Running")
     ]
+    w.jobs.server[jobs.job_name(w.store.tasks["t"])]["status"] = {
+        "conditions": [{"type": "Complete", "status": "True"}]
+    }
+    w.reconcile()
+    assert w.events.reasons()[-1] == "Normal/Succeeded"
 
 
 def test_the_finalizer_is_written_before_the_job_exists():
@@ -368,13 +384,13 @@ def test_entering_a_terminal_phase_ends_the_reconcile_and_looks_again_at_once():
     assert w.status()["phase"] == "Succeeded"
     assert result.requeue_after == AT_ONCE
     assert not any(call.startswith("release") for call in w.jobs.calls)  # D18: not yet
-    assert w.events.reasons() == ["Normal/Succeeded"]
+    assert w.events.reasons() == []  # no --task-phase-events
     w.reconcile()  # the housekeeping, once the outcome is durable
     assert w.jobs.calls[-1].startswith("release")
 
 
 def test_a_failed_job_fails_the_task_with_a_warning_event():
-    w = World()
+    w = World()  # without --task-phase-events: a Warning phase change is an Event all the same
     w.running(job_state="failed")
     w.reconcile()
     assert w.status()["phase"] == "Failed"
