@@ -14,6 +14,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from taskfsm.api import constants as c
+from taskfsm.kube import packing
 from taskfsm.kube.informer import Informer
 from taskfsm.kube.resources import BY_KIND
 from taskfsm.kube.rest import Rest
@@ -134,6 +136,8 @@ class Caches:
                 res,
                 namespace=namespace if res.namespaced else None,
                 name=res.plural,
+                # Finished Tasks are most of a long-running cluster's cache, and cold.
+                pack_when=packing.finished_task if kind == c.KIND_TASK else None,
                 **(informer_options or {}),
             )
         self.written = WrittenObjects()

@@ -27,7 +27,8 @@ F4-F6 of docs/behaviour.md §7 need. The line splitting of the client's watch mo
 
 Cached objects are plain dicts passed through the informer's transform
 (:mod:`taskfsm.kube.transforms`: no ``managedFields``, shared strings, for Jobs no ``spec``);
-callers must not mutate them.
+callers must not mutate them. Objects ``pack_when`` calls cold (finished Tasks and Jobs) are
+kept packed (:mod:`taskfsm.kube.packing`) and read as a fresh dict each time.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 
 from taskfsm.kube import jitter, wire
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
+from taskfsm.kube.packing import Packer, PackWhen
 from taskfsm.kube.rest import Resource, Rest, WatchStream
 from taskfsm.kube.transforms import default_transform
 
@@ -56,6 +58,14 @@ FIRST_BACKOFF = 0.5
 
 LIST_PAGE_SIZE = 500
 """Objects per list request (client-go's reflector default)."""
+
+Stored = dict[str, Any] | bytes
+"""A cached object as the store keeps it: the dict, or packed (:mod:`taskfsm.kube.packing`)."""
+
+IndexEntry = str | set[str]
+"""The cache keys of one index value: most values name one object (a Task's Jobs, a Job's
+Task), so one key is kept as the string itself and only a second makes it a set (an empty
+set costs 216 bytes, which for 10,000 Jobs was 2 MiB of the cache)."""
 
 
 class Informer:
@@ -77,6 +87,7 @@ class Informer:
             default drops managedFields and shares strings, :mod:`taskfsm.kube.transforms`).
             Handlers receive the transformed object.
         page_size: objects per list request (:meth:`_list_all`).
+        pack_when: which cached objects to keep packed (None: none).
 
     Counters for operators and tests: ``relists`` (lists after the first), ``watches`` (watch
     requests opened), ``failures`` (lists or watches that failed), ``last_failure`` (monotonic
@@ -97,6 +108,7 @@ class Informer:
         name: str = "",
         transform: Callable[[dict[str, Any]], dict[str, Any]] = default_transform,
         page_size: int = LIST_PAGE_SIZE,
+        pack_when: PackWhen | None = None,
     ) -> None:
         self.rest = rest
         self.transform = transform
@@ -111,9 +123,11 @@ class Informer:
         self.name = name or f"{res.plural}/{namespace or '*'}"
         self._handlers: list[EventHandler] = []
         self._health_handlers: list[Callable[[bool], None]] = []
-        self._store: dict[str, dict[str, Any]] = {}
+        self.pack_when = pack_when
+        self._packer = Packer()
+        self._store: dict[str, Stored] = {}
         self._index_functions: dict[str, Callable[[dict[str, Any]], str | None]] = {}
-        self._indices: dict[str, dict[str, set[str]]] = {}
+        self._indices: dict[str, dict[str, IndexEntry]] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._synced = threading.Event()
@@ -193,16 +207,22 @@ class Informer:
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The cached object, or None. Callers must not mutate it."""
         with self._lock:
-            return self._store.get(f"{namespace}/{name}" if namespace else name)
+            stored = self._store.get(f"{namespace}/{name}" if namespace else name)
+        return None if stored is None else self._loaded(stored)
+
+    def cached_keys(self) -> builtins.list[str]:
+        """The cache keys (``namespace/name``, or ``name``), without reading the objects."""
+        with self._lock:
+            return builtins.list(self._store)
 
     def list(
         self, namespace: str | None = None, labels: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:
         """Cached objects, optionally restricted to a namespace and to exact label matches."""
         with self._lock:
-            objects = list(self._store.values())
+            stored = list(self._store.values())
         out = []
-        for obj in objects:
+        for obj in map(self._loaded, stored):
             meta = obj.get("metadata") or {}
             if namespace is not None and meta.get("namespace") != namespace:
                 continue
@@ -221,32 +241,42 @@ class Informer:
             if name in self._index_functions:
                 return
             self._index_functions[name] = function
-            index: dict[str, set[str]] = {}
-            for key, obj in self._store.items():
-                value = function(obj)
-                if value is not None:
-                    index.setdefault(value, set()).add(key)
-            self._indices[name] = index
+            self._indices[name] = self._build_indices(self._store, {name: function})[name]
 
     def count(self, name: str, value: str) -> int:
         """How many cached objects have ``value`` in index ``name`` (no list is built)."""
         with self._lock:
-            return len(self._indices.get(name, {}).get(value, ()))
+            return len(_keys(self._indices.get(name, {}).get(value)))
+
+    def counts(self, name: str) -> dict[str, int]:
+        """How many cached objects each value of index ``name`` has (no object is read)."""
+        with self._lock:
+            return {
+                value: len(_keys(entry)) for value, entry in self._indices.get(name, {}).items()
+            }
 
     def by_index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
         """Cached objects whose index ``name`` has ``value`` (see :meth:`index`)."""
         with self._lock:
-            keys = self._indices.get(name, {}).get(value, ())
-            return [self._store[k] for k in keys if k in self._store]
+            keys = _keys(self._indices.get(name, {}).get(value))
+            stored = [self._store[k] for k in keys if k in self._store]
+        return [self._loaded(each) for each in stored]
+
+    def keys_by_index(self, name: str, value: str) -> builtins.list[str]:
+        """The keys of :meth:`by_index`'s objects, without reading the objects."""
+        with self._lock:
+            return builtins.list(_keys(self._indices.get(name, {}).get(value)))
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._store)
 
-    def _index_locked(
-        self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None
-    ) -> None:
-        """Move ``key`` in every index from ``old``'s value to ``new``'s (hold ``_lock``)."""
+    def _index_locked(self, key: str, stored: Stored | None, new: dict[str, Any] | None) -> None:
+        """Move ``key`` in every index from the value of what was stored to ``new``'s (hold
+        ``_lock``)."""
+        if not self._index_functions:
+            return
+        old = None if stored is None else self._loaded(stored)
         for name, function in self._index_functions.items():
             index = self._indices[name]
             before = function(old) if old is not None else None
@@ -254,13 +284,9 @@ class Informer:
             if before == after:
                 continue
             if before is not None:
-                keys = index.get(before)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[before]
+                _discard(index, before, key)
             if after is not None:
-                index.setdefault(after, set()).add(key)
+                _add(index, after, key)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -289,23 +315,19 @@ class Informer:
 
     def _relist(self) -> None:
         fresh, resource_version = self._list_all()
+        indices = self._build_indices(fresh, self._index_functions)
         with self._lock:
             old, self._store = self._store, fresh
-            for name, function in self._index_functions.items():
-                index: dict[str, set[str]] = {}
-                for key, obj in fresh.items():
-                    value = function(obj)
-                    if value is not None:
-                        index.setdefault(value, set()).add(key)
-                self._indices[name] = index
-        for key, obj in old.items():
+            self._indices.update(indices)
+        for key, stored in old.items():
             if key not in fresh:
-                self._dispatch(DELETED, obj)
-        for key, obj in fresh.items():
+                self._dispatch(DELETED, self._loaded(stored))
+        for key, stored in fresh.items():
+            obj = self._loaded(stored)
             before = old.get(key)
             if before is None:
                 self._dispatch(ADDED, obj)
-            elif _rv(before) != _rv(obj):
+            elif _rv(self._loaded(before)) != _rv(obj):
                 self._dispatch(MODIFIED, obj)
         self.resource_version = resource_version
         if self.has_synced:
@@ -314,7 +336,7 @@ class Informer:
         self._synced.set()
         self._mark_healthy()
 
-    def _list_all(self) -> tuple[dict[str, dict[str, Any]], str | None]:
+    def _list_all(self) -> tuple[dict[str, Stored], str | None]:
         """Every object, transformed, by key; and the list's resourceVersion.
 
         Paged (:data:`LIST_PAGE_SIZE` objects per request, like client-go's reflector): only one
@@ -323,7 +345,7 @@ class Informer:
         snapshot of the first; if it expires mid-way (``410`` on a continue token, the API server
         compacted it), the list starts over unpaged.
         """
-        fresh: dict[str, dict[str, Any]] = {}
+        fresh: dict[str, Stored] = {}
         token: str | None = None
         limit: int | None = self.page_size
         while True:
@@ -352,7 +374,7 @@ class Informer:
                 item.setdefault("apiVersion", self.res.api_version)
                 item.setdefault("kind", self.res.kind)
                 item = self._transform(item)
-                fresh[_key(item)] = item
+                fresh[_key(item)] = self._stored(item)
             meta = body.get("metadata") or {}
             del body  # this page's raw objects go before the next page arrives
             token = meta.get("continue") or None
@@ -422,9 +444,10 @@ class Informer:
         elif kind in (ADDED, MODIFIED):
             obj = self._transform(obj)
             key = _key(obj)
+            stored = self._stored(obj)
             with self._lock:
                 self._index_locked(key, self._store.get(key), obj)
-                self._store[key] = obj
+                self._store[key] = stored
             self._dispatch(kind, obj)
         elif kind == DELETED:
             obj = self._transform(obj)
@@ -437,6 +460,35 @@ class Informer:
         self._consecutive_failures = 0
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _stored(self, obj: dict[str, Any]) -> Stored:
+        """What the store keeps of ``obj``: packed when ``pack_when`` says it is cold."""
+        try:
+            cold = self.pack_when is not None and self.pack_when(obj)
+        except Exception:  # a predicate must never stop the watch over one odd object
+            cold = False
+        packed = self._packer.pack(obj) if cold else None
+        return obj if packed is None else packed
+
+    def _loaded(self, stored: Stored) -> dict[str, Any]:
+        return stored if isinstance(stored, dict) else self._packer.unpack(stored)
+
+    def _build_indices(
+        self,
+        store: dict[str, Stored],
+        functions: dict[str, Callable[[dict[str, Any]], str | None]],
+    ) -> dict[str, dict[str, IndexEntry]]:
+        """Every index of ``functions`` over ``store``, each object read once."""
+        indices: dict[str, dict[str, IndexEntry]] = {name: {} for name in functions}
+        if not functions:
+            return indices
+        for key, stored in store.items():
+            obj = self._loaded(stored)
+            for name, function in functions.items():
+                value = function(obj)
+                if value is not None:
+                    _add(indices[name], value, key)
+        return indices
 
     def _transform(self, obj: dict[str, Any]) -> dict[str, Any]:
         """The transform's result; an object it fails on is kept as its identity, marked
@@ -536,6 +588,38 @@ def _lines(response: WatchStream, limit: int | None) -> Iterator[bytes]:
             raise Unavailable(f"a watch event larger than {limit // (1024 * 1024)} MiB")
     if buffer:
         yield bytes(buffer)
+
+
+def _add(index: dict[str, IndexEntry], value: str, key: str) -> None:
+    entry = index.get(value)
+    if entry is None:
+        index[value] = key
+    elif isinstance(entry, str):
+        if entry != key:
+            index[value] = {entry, key}
+    else:
+        entry.add(key)
+
+
+def _discard(index: dict[str, IndexEntry], value: str, key: str) -> None:
+    entry = index.get(value)
+    if entry is None:
+        return
+    if isinstance(entry, str):
+        if entry == key:
+            del index[value]
+        return
+    entry.discard(key)
+    if len(entry) == 1:
+        index[value] = next(iter(entry))
+    elif not entry:
+        del index[value]
+
+
+def _keys(entry: IndexEntry | None) -> tuple[str, ...] | set[str]:
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else entry
 
 
 def _key(obj: dict[str, Any]) -> str:

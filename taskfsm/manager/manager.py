@@ -41,7 +41,7 @@ from taskfsm.controllers.clusters.waiters import MpeWaiters
 from taskfsm.controllers.mpe.reconciler import MpeReconciler, mpe_key_string, parse_mpe_key
 from taskfsm.controllers.result import Result
 from taskfsm.controllers.task.handlers import MPE_KINDS, TaskWatch
-from taskfsm.controllers.task.index import TaskIndex, task_key
+from taskfsm.controllers.task.index import TaskIndex
 from taskfsm.controllers.task.inputs import JobSettings
 from taskfsm.controllers.task.orphans import OrphanCollector
 from taskfsm.controllers.task.reconciler import MpeSignals, build_reconciler
@@ -315,8 +315,8 @@ class Manager:
         for kind in MPE_KINDS:
             for obj in self.caches.informers[kind].list():
                 self.mpe_queue.add(mpe_key_string(key_of({**obj, "kind": kind})))
-        for task in self.caches.informers[c.KIND_TASK].list():
-            self._add_task(task_key(task))
+        for key in self.caches.informers[c.KIND_TASK].cached_keys():
+            self._add_task(key)
         for key in self.workflow_watch.cached_keys():
             self._add_workflow(key)
         # Task workers start at once: a Task whose MPE client is still being set up waits for
@@ -375,8 +375,7 @@ class Manager:
         previous holder may have left any of them half done)."""
         self.metrics.bucket_handovers.labels("acquired").inc()
         self.metrics.leader.labels(bucket_lease_name(bucket, self.settings.buckets)).set(1)
-        for task in self.caches.informers[c.KIND_TASK].list():
-            key = task_key(task)
+        for key in self.caches.informers[c.KIND_TASK].cached_keys():
             if self.ownership.bucket(key) == bucket:
                 self._add_task(key)
         for key in self.workflow_watch.cached_keys():
@@ -576,9 +575,7 @@ class Manager:
 
     def _tasks_by_phase(self) -> list[tuple[str, float]]:
         counts: dict[str, float] = dict.fromkeys(["", *(p.value for p in c.TaskPhase)], 0.0)
-        for task in self.caches.informers[c.KIND_TASK].list():
-            phase = (task.get("status") or {}).get("phase") or ""
-            counts[phase] = counts.get(phase, 0.0) + 1
+        counts.update(self.task_index.by_phase())  # an index: no cached Task is read
         return sorted(counts.items())
 
     def _watch_health(self) -> list[tuple[str, float]]:

@@ -36,6 +36,7 @@ from taskfsm.controllers.clusters.cluster import (
 )
 from taskfsm.controllers.job_facts import JobFacts, job_facts
 from taskfsm.kube.informer import DELETED, Informer
+from taskfsm.kube.packing import finished_job
 from taskfsm.kube.rest import JOBS, SECRETS, Rest
 from taskfsm.kube.transforms import job_transform
 from taskfsm.manifests.jobs import task_key_of
@@ -94,6 +95,7 @@ class JobWatches:
                     label_selector=JOB_LABEL_SELECTOR,
                     name=f"jobs@{cluster_id}/{namespace}",
                     transform=job_transform,  # the pod template is never read from the cache
+                    pack_when=finished_job,  # a finished Job is read again rarely
                     **self.informer_options,
                 )
                 informer.add_handler(functools.partial(self._job_event, watch_key))

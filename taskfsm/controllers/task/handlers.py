@@ -95,8 +95,8 @@ class TaskWatch:
                 return
             else:
                 self._workflow_facts[key] = facts
-        for task in self.index.of_workflow(key):
-            self.enqueue(task_key(task))
+        for each in self.index.keys_of_workflow(key):
+            self.enqueue(each)
 
     def on_dependency(self, _event: str, obj: dict[str, Any]) -> None:
         namespace = (obj.get("metadata") or {}).get("namespace")  # None for cluster kinds: all
@@ -121,5 +121,5 @@ class TaskWatch:
 
     def requeue_tasks_of(self, mpe: tuple[str, str, str]) -> None:
         """Queue the Tasks whose status names the MPE `mpe`."""
-        for task in self.index.using(mpe):
-            self.enqueue(task_key(task))
+        for each in self.index.keys_using(mpe):
+            self.enqueue(each)

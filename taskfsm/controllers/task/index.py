@@ -20,6 +20,8 @@ PRE_RUNNING_BY_NAMESPACE: Final = "pre-running"
 """Task cache index: the namespace of every Task still before Running."""
 PRE_RUNNING_ALL: Final = "pre-running-all"
 """Task cache index: one value (`*`) for every Task still before Running."""
+BY_PHASE: Final = "phase"
+"""Task cache index: `status.phase` (`""`: none yet)."""
 
 
 def task_key(obj: dict[str, Any]) -> str:
@@ -48,6 +50,11 @@ def _mpe_of(task: dict[str, Any]) -> str | None:
     return mpe_ref_key(ref.get("kind") or "", ref.get("namespace") or "", ref["name"])
 
 
+def _phase_of(task: dict[str, Any]) -> str:
+    phase = (task.get("status") or {}).get("phase") or ""
+    return phase if isinstance(phase, str) else ""
+
+
 def _pre_running(task: dict[str, Any]) -> bool:
     return ((task.get("status") or {}).get("phase") or "") in c.TASK_PRE_RUNNING_PHASES
 
@@ -69,10 +76,20 @@ class TaskIndex:
         tasks.index(BY_MPE, _mpe_of)
         tasks.index(PRE_RUNNING_BY_NAMESPACE, _pre_running_namespace)
         tasks.index(PRE_RUNNING_ALL, _pre_running_all)
+        tasks.index(BY_PHASE, _phase_of)
 
-    def of_workflow(self, key: str) -> list[dict[str, Any]]:
-        """The cached Tasks whose `spec.workflowRef` names the Workflow `namespace/name`."""
-        return self.tasks.by_index(BY_WORKFLOW, key)
+    def keys_of_workflow(self, key: str) -> list[str]:
+        """The keys of the cached Tasks whose `spec.workflowRef` names the Workflow
+        `namespace/name` (their objects are not read)."""
+        return self.tasks.keys_by_index(BY_WORKFLOW, key)
+
+    def by_phase(self) -> dict[str, int]:
+        """How many cached Tasks are in each `status.phase` (`""`: none yet)."""
+        return self.tasks.counts(BY_PHASE)
+
+    def keys_using(self, mpe: tuple[str, str, str]) -> list[str]:
+        """The keys of :meth:`using`'s Tasks (their objects are not read)."""
+        return self.tasks.keys_by_index(BY_MPE, mpe_ref_key(*mpe))
 
     def using(self, mpe: tuple[str, str, str]) -> list[dict[str, Any]]:
         """The cached Tasks whose `status.mediaProcessingEntityRef` names the MPE `mpe`."""

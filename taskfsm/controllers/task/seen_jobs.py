@@ -26,19 +26,32 @@ from taskfsm.kube.informer import DELETED, Informer
 
 
 class SeenJobs:
-    """Task UID → the names of the Jobs this process saw for it (created, or read)."""
+    """Task UID → the names of the Jobs this process saw for it (created, or read).
+
+    A Task's Job has one name, so one name is kept as the string itself (a set per Task was
+    2 MiB of 10,000 finished Tasks); another name for the same Task makes it a set."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, set[str]] = {}
+        self._seen: dict[str, str | set[str]] = {}
         self._lock = threading.Lock()
 
     def saw(self, task_uid: str, job_name: str) -> None:
         with self._lock:
-            self._seen.setdefault(task_uid, set()).add(job_name)
+            names = self._seen.get(task_uid)
+            if names is None:
+                self._seen[task_uid] = job_name
+            elif isinstance(names, str):
+                if names != job_name:
+                    self._seen[task_uid] = {names, job_name}
+            else:
+                names.add(job_name)
 
     def seen(self, task_uid: str, job_name: str) -> bool:
         with self._lock:
-            return job_name in self._seen.get(task_uid, ())
+            names = self._seen.get(task_uid)
+        if names is None:
+            return False
+        return names == job_name if isinstance(names, str) else job_name in names
 
     def forget(self, task_uid: str) -> None:
         with self._lock:
