@@ -1017,7 +1017,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"{fmt(result.reconciles_per_task, 2)} Task reconciles / Task, "
                     f"{result.workflow_reconciles:.0f} Workflow reconciles, "
                     f"{fmt(cost.task_writes, 2)} Task writes, {fmt(cost.events, 2)} Events, "
-                    f"{fmt(cost.workflow_writes, 2)} Workflow writes, {fmt(cost.reads, 2)} reads per Task"
+                    f"{fmt(cost.workflow_writes, 2)} Workflow writes, {fmt(cost.reads, 2)} reads per Task; "
+                    f"controller CPU {fmt(result.cpu_ms_per_task, 1)} ms, kube-apiserver + etcd CPU "
+                    f"{fmt(result.plane_cpu_ms_per_task, 1)} ms per Task"
                 )
                 log(f"raw profile: {log_dir / 'profile.txt'}")
             finally:

@@ -122,6 +122,15 @@ def controller_counters(proc: Any) -> Counter[str]:
     return out
 
 
+def plane_cpu_seconds(plane: Any) -> float:
+    """User + system CPU seconds so far of the control plane's kube-apiserver and etcd."""
+    return sum(
+        cpu_seconds(proc.popen.pid)
+        for proc in plane._procs
+        if proc.name in ("kube-apiserver", "etcd")
+    )
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` so far (all its threads)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -270,6 +279,8 @@ class RunResult:
     reconciles_per_task: float = float("nan")
     workflow_reconciles: float = float("nan")
     cpu_ms_per_task: float = float("nan")
+    plane_cpu_ms_per_task: float = float("nan")
+    """kube-apiserver + etcd CPU (user + system) over the run, per Task."""
     profile: dict[str, int] | None = None
     """Samples by category (benchmarks/cpu_profile.py) when the run was profiled."""
 
@@ -432,6 +443,7 @@ class Bench:
         timeline = Timeline(self.rest, ns, workflow, n).start()
         time.sleep(0.5)
         api_before, ctl_before = scrape_apiserver(self.plane), controller_counters(proc)
+        plane_before = plane_cpu_seconds(self.plane)
         recorder = None
         if profile is not None:
             from cpu_profile import Recorder  # benchmarks/cpu_profile.py
@@ -470,6 +482,7 @@ class Bench:
                 time.sleep(0.1)
         time.sleep(1.0)
         api_after, ctl_after = scrape_apiserver(self.plane), controller_counters(proc)
+        plane_after = plane_cpu_seconds(self.plane)
         samples = recorder.stop() if recorder is not None else None
         rss, hwm = rss_mib(proc.pid)
         proc.terminate(60)
@@ -510,6 +523,7 @@ class Bench:
             workflow_reconciles=ctl_after["reconciles:workflow"]
             - ctl_before["reconciles:workflow"],
             cpu_ms_per_task=(ctl_after["cpu"] - ctl_before["cpu"]) * 1000 / n,
+            plane_cpu_ms_per_task=(plane_after - plane_before) * 1000 / n,
             complete=complete and len(done_lat) == n,
             namespace=ns,
             profile=dict(samples) if samples is not None else None,
