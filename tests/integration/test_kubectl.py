@@ -22,8 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def succeeded_task(engine, controller, kubelet, namespace) -> str:
-    """A Task run to Succeeded by the in-process controller; returns its Job's name."""
+def succeeded_task(engine, controller_factory, kubelet, namespace) -> str:
+    """A Task run to Succeeded by the in-process controller (with --task-phase-events, so that
+    its phase changes are Events too); returns its Job's name."""
+    controller_factory(task_phase_events=True)
     engine.create(objects.workflow("wf"))
     engine.create(objects.function("fn", run_seconds=0))
     engine.create(objects.local_mpe("local"))
@@ -85,7 +87,7 @@ def test_short_names(control_plane, engine, namespace, succeeded_task):
 
 def test_describe_task_shows_status_and_events(control_plane, namespace, succeeded_task):
     """`kubectl describe task` shows the phase, the Job reference and the controller's Events
-    (the phase change to Succeeded, from taskfsm)."""
+    (the phase change to Succeeded, from taskfsm, written with --task-phase-events)."""
     out = kubetools.run(f"kubectl describe task t -n {namespace}", control_plane.kubeconfig).stdout
     assert re.search(r"^\s+Phase:\s+Succeeded$", out, re.M), out
     assert re.search(rf"^\s+Name:\s+{succeeded_task}$", out, re.M), out

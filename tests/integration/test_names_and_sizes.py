@@ -107,7 +107,8 @@ def test_names_of_every_valid_length_run_end_to_end(
 ):
     rest = Rest(api_client)
     wide, short = cluster["wide"], cluster["short"]
-    controller = controller_factory(namespace=None)
+    # --task-phase-events: every Task, however long its name, gets Events written about it.
+    controller = controller_factory(namespace=None, task_phase_events=True)
     tasks: list[dict[str, Any]] = []  # (as created) with the namespace the Job runs in
     job_namespaces: dict[str, str] = {}
 
