@@ -40,10 +40,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from taskfsm.kube import jitter, wire
+from taskfsm.kube import jitter, strsets, wire
 from taskfsm.kube.errors import Gone, KubeError, Unavailable
 from taskfsm.kube.packing import Packer, PackWhen
 from taskfsm.kube.rest import Resource, Rest, WatchStream
+from taskfsm.kube.strsets import StrSet
 from taskfsm.kube.transforms import default_transform
 
 log = logging.getLogger(__name__)
@@ -61,11 +62,6 @@ LIST_PAGE_SIZE = 500
 
 Stored = dict[str, Any] | bytes
 """A cached object as the store keeps it: the dict, or packed (:mod:`taskfsm.kube.packing`)."""
-
-IndexEntry = str | set[str]
-"""The cache keys of one index value: most values name one object (a Task's Jobs, a Job's
-Task), so one key is kept as the string itself and only a second makes it a set (an empty
-set costs 216 bytes, which for 10,000 Jobs was 2 MiB of the cache)."""
 
 
 class Informer:
@@ -127,7 +123,7 @@ class Informer:
         self._packer = Packer()
         self._store: dict[str, Stored] = {}
         self._index_functions: dict[str, Callable[[dict[str, Any]], str | None]] = {}
-        self._indices: dict[str, dict[str, IndexEntry]] = {}
+        self._indices: dict[str, dict[str, StrSet]] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._synced = threading.Event()
@@ -246,26 +242,27 @@ class Informer:
     def count(self, name: str, value: str) -> int:
         """How many cached objects have ``value`` in index ``name`` (no list is built)."""
         with self._lock:
-            return len(_keys(self._indices.get(name, {}).get(value)))
+            return len(strsets.members(self._indices.get(name, {}).get(value)))
 
     def counts(self, name: str) -> dict[str, int]:
         """How many cached objects each value of index ``name`` has (no object is read)."""
         with self._lock:
             return {
-                value: len(_keys(entry)) for value, entry in self._indices.get(name, {}).items()
+                value: len(strsets.members(entry))
+                for value, entry in self._indices.get(name, {}).items()
             }
 
     def by_index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
         """Cached objects whose index ``name`` has ``value`` (see :meth:`index`)."""
         with self._lock:
-            keys = _keys(self._indices.get(name, {}).get(value))
+            keys = strsets.members(self._indices.get(name, {}).get(value))
             stored = [self._store[k] for k in keys if k in self._store]
         return [self._loaded(each) for each in stored]
 
     def keys_by_index(self, name: str, value: str) -> builtins.list[str]:
         """The keys of :meth:`by_index`'s objects, without reading the objects."""
         with self._lock:
-            return builtins.list(_keys(self._indices.get(name, {}).get(value)))
+            return builtins.list(strsets.members(self._indices.get(name, {}).get(value)))
 
     def __len__(self) -> int:
         with self._lock:
@@ -284,9 +281,9 @@ class Informer:
             if before == after:
                 continue
             if before is not None:
-                _discard(index, before, key)
+                strsets.discard(index, before, key)
             if after is not None:
-                _add(index, after, key)
+                strsets.add(index, after, key)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -477,9 +474,9 @@ class Informer:
         self,
         store: dict[str, Stored],
         functions: dict[str, Callable[[dict[str, Any]], str | None]],
-    ) -> dict[str, dict[str, IndexEntry]]:
+    ) -> dict[str, dict[str, StrSet]]:
         """Every index of ``functions`` over ``store``, each object read once."""
-        indices: dict[str, dict[str, IndexEntry]] = {name: {} for name in functions}
+        indices: dict[str, dict[str, StrSet]] = {name: {} for name in functions}
         if not functions:
             return indices
         for key, stored in store.items():
@@ -487,7 +484,7 @@ class Informer:
             for name, function in functions.items():
                 value = function(obj)
                 if value is not None:
-                    _add(indices[name], value, key)
+                    strsets.add(indices[name], value, key)
         return indices
 
     def _transform(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -588,38 +585,6 @@ def _lines(response: WatchStream, limit: int | None) -> Iterator[bytes]:
             raise Unavailable(f"a watch event larger than {limit // (1024 * 1024)} MiB")
     if buffer:
         yield bytes(buffer)
-
-
-def _add(index: dict[str, IndexEntry], value: str, key: str) -> None:
-    entry = index.get(value)
-    if entry is None:
-        index[value] = key
-    elif isinstance(entry, str):
-        if entry != key:
-            index[value] = {entry, key}
-    else:
-        entry.add(key)
-
-
-def _discard(index: dict[str, IndexEntry], value: str, key: str) -> None:
-    entry = index.get(value)
-    if entry is None:
-        return
-    if isinstance(entry, str):
-        if entry == key:
-            del index[value]
-        return
-    entry.discard(key)
-    if len(entry) == 1:
-        index[value] = next(iter(entry))
-    elif not entry:
-        del index[value]
-
-
-def _keys(entry: IndexEntry | None) -> tuple[str, ...] | set[str]:
-    if entry is None:
-        return ()
-    return (entry,) if isinstance(entry, str) else entry
 
 
 def _key(obj: dict[str, Any]) -> str:

@@ -22,36 +22,28 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from taskfsm.kube import strsets
 from taskfsm.kube.informer import DELETED, Informer
+from taskfsm.kube.strsets import StrSet
 
 
 class SeenJobs:
     """Task UID → the names of the Jobs this process saw for it (created, or read).
 
-    A Task's Job has one name, so one name is kept as the string itself (a set per Task was
-    2 MiB of 10,000 finished Tasks); another name for the same Task makes it a set."""
+    A Task's Job has one name, so the names are a :mod:`taskfsm.kube.strsets` set (a ``set``
+    per Task was 2 MiB of 10,000 finished Tasks)."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, str | set[str]] = {}
+        self._seen: dict[str, StrSet] = {}
         self._lock = threading.Lock()
 
     def saw(self, task_uid: str, job_name: str) -> None:
         with self._lock:
-            names = self._seen.get(task_uid)
-            if names is None:
-                self._seen[task_uid] = job_name
-            elif isinstance(names, str):
-                if names != job_name:
-                    self._seen[task_uid] = {names, job_name}
-            else:
-                names.add(job_name)
+            strsets.add(self._seen, task_uid, job_name)
 
     def seen(self, task_uid: str, job_name: str) -> bool:
         with self._lock:
-            names = self._seen.get(task_uid)
-        if names is None:
-            return False
-        return names == job_name if isinstance(names, str) else job_name in names
+            return job_name in strsets.members(self._seen.get(task_uid))
 
     def forget(self, task_uid: str) -> None:
         with self._lock:
