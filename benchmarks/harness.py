@@ -9,6 +9,7 @@ API server's and the controller's counters, CPU and memory.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import ssl
@@ -30,6 +31,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from taskfsm.api import constants as c
+from taskfsm.kube.errors import AlreadyExists, KubeError
 from taskfsm.kube.informer import ADDED, DELETED, MODIFIED, Informer
 from taskfsm.kube.resources import BY_KIND, TASKS, WORKFLOWS
 from taskfsm.kube.rest import JOBS, NAMESPACES, PODS, SECRETS, Resource, Rest
@@ -528,6 +530,50 @@ class Bench:
             namespace=ns,
             profile=dict(samples) if samples is not None else None,
         )
+
+    def finished(self, n: int, *, sample: int = 3) -> str:
+        """A namespace holding ``n`` Tasks that finished long ago, their Jobs expired: what a
+        cluster holds after months of Tasks, and the only way to hold 100,000 of them without
+        running 100,000 Jobs first. ``sample`` Tasks are run to ``Succeeded`` by ``taskfsm run``
+        (so the Tasks are the controller's own, status and finalizer included), their Jobs are
+        deleted (expired), and the first one is copied under the other names, status included,
+        by ``CREATE_THREADS`` threads. Needs the simulated kubelet running."""
+        burst = self.run(sample, 4)
+        if not burst.complete:
+            raise RuntimeError(f"the sample burst of {sample} Tasks did not complete")
+        ns = burst.namespace
+        for job in self.rest.list(JOBS, ns, label_selector=c.LABEL_TASK_NAME).get("items") or []:
+            self.rest.delete(JOBS, ns, job["metadata"]["name"], propagation="Background")
+        template = self.rest.get(TASKS, ns, "t00000")
+        meta = template["metadata"]
+        for field_name in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+            meta.pop(field_name, None)
+        status = template.pop("status")
+        body_text, status_text = json.dumps(template), json.dumps({"status": status})
+        log(f"copying a finished Task {n - sample:,} times into {ns}")
+
+        def copy(i: int) -> None:
+            name = f"t{i:05d}"
+            body = json.loads(body_text.replace("t00000", name))
+            for attempt in range(5):
+                try:
+                    with contextlib.suppress(AlreadyExists):
+                        self.rest.create(TASKS, ns, body)
+                    self.rest.patch(
+                        TASKS,
+                        ns,
+                        name,
+                        json.loads(status_text.replace("t00000", name)),
+                        subresource="status",
+                    )
+                    return
+                except KubeError:
+                    time.sleep(0.2 * (attempt + 1))
+            raise RuntimeError(f"could not create the finished Task {name}")
+
+        with ThreadPoolExecutor(CREATE_THREADS) as pool:
+            list(pool.map(copy, range(sample, n)))
+        return ns
 
     def startup(self, n: int, workers: int) -> dict[str, Any]:
         """Issue 12 item 10, start-up: ``n`` Tasks created while no controller runs, then a

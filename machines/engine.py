@@ -54,6 +54,7 @@ from statemachine.transition import Transition
 
 from machines.chart_data import transition_key
 from machines.conditions import Condition, bounded_message
+from machines.transition_index import IndexedEngine
 
 ERROR_EVENT = "error.execution"
 
@@ -276,6 +277,11 @@ class LifecycleChart(StateChart[PassRecord]):
     allow_event_without_transition = True
     # Exceptions from actions become error.execution, handled explicitly by every chart.
     catch_errors_as_events = True
+
+    def _get_engine(self) -> IndexedEngine:
+        # The library's engine, selecting transitions from an index of the chart
+        # (machines/transition_index.py says why and what is checked).
+        return IndexedEngine(self)
 
 
 class ModelBinding:
