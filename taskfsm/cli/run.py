@@ -145,6 +145,7 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         metrics_cert_dir=args.metrics_cert_dir or None,
         metrics_tenant_labels=args.metrics_tenant_labels,
         task_phase_events=args.task_phase_events,
+        http_transport=args.http_transport,
         kubeconfig_policy=KubeconfigPolicy(
             allow_exec=args.allow_kubeconfig_exec,
             allow_insecure=args.allow_kubeconfig_insecure,
@@ -424,6 +425,15 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "taskfsm_watch_healthy series per MediaProcessingEntity Job watch, the remote host of "
         "rest_client_requests_total and rest_client_request_duration_seconds); without it they "
         "read jobs@main, jobs@remote and remote",
+    )
+    run.add_argument(
+        "--http-transport",
+        choices=("libcurl", "urllib3"),
+        default="libcurl",
+        help="how ordinary API requests are sent: libcurl (a fifth of the CPU per request) where "
+        "a cluster's client configuration allows it (no proxy, no TLS server name, no TLS "
+        "material held in memory), else the Kubernetes client's urllib3 pool; urllib3: always "
+        "the pool. Watches always take the pool (default libcurl)",
     )
     run.add_argument(
         "--task-phase-events",

@@ -53,6 +53,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from taskfsm.kube import wire
+from taskfsm.kube.curl import CurlTransport, settings_of
 from taskfsm.kube.errors import ConnectionDropped, Forbidden, KubeError, Unavailable, api_errors
 
 log = logging.getLogger(__name__)
@@ -190,6 +191,8 @@ class Rest:
             (the controller sets it once leader election starts).
         sleep: how to wait for ``Retry-After`` (tests pass a fake).
         clock: monotonic seconds, when a permission refusal was given (tests pass a fake).
+        curl: send ordinary requests over libcurl where the client's configuration allows it
+            (:mod:`taskfsm.kube.curl`); False keeps every request on the client's urllib3 pool.
 
     Every method raises a :class:`taskfsm.kube.errors.KubeError` subclass on failure.
     """
@@ -204,6 +207,7 @@ class Rest:
         write_guard: WriteGuard | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        curl: bool = True,
     ) -> None:
         self.api_client = api_client
         self.observer = observer
@@ -219,6 +223,11 @@ class Rest:
         """(verb, resource) → the API server's message and when it was last given, while the
         latest such request was refused for lack of a permission (RBAC)."""
         self._denied_lock = threading.Lock()
+        pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+        settings = settings_of(pool) if curl else None
+        self.curl: CurlTransport | None = CurlTransport(settings) if settings else None
+        """The libcurl transport of ordinary requests, None where they take the client's
+        urllib3 pool (:mod:`taskfsm.kube.curl` says when)."""
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -538,6 +547,19 @@ class Rest:
         data = body
         if body is not None and not isinstance(body, (bytes, str)):
             data = orjson.dumps(body, default=api.sanitize_for_serialization)
+        transport = self.curl
+        if transport is not None:
+            lines = [f"{name}: {value}" for name, value in headers.items()]
+            sent = data.encode() if isinstance(data, str) else data
+            answer = transport.request(method, url, lines, sent, timeout, self.max_response_bytes)
+            if not 200 <= answer.status < 300:
+                reason, received = answer.head()
+                error = ApiException(
+                    status=answer.status, reason=reason, body=answer.body.decode(errors="replace")
+                )
+                error.headers = received
+                raise error
+            return answer.status, (wire.loads(answer.body) if answer.body else {})
         response = api.rest_client.pool_manager.request(
             method,
             url,
@@ -576,7 +598,10 @@ class Rest:
     def drop_idle_connections(self) -> int:
         """Close the idle pooled connections to this API server (they reconnect when next used);
         how many were closed. Called after a read timeout: the connections idle in the pool
-        probably share the path that just went silent, and each would cost a read timeout."""
+        probably share the path that just went silent, and each would cost a read timeout.
+        The libcurl transport's handles connect afresh too (:mod:`taskfsm.kube.curl`)."""
+        if self.curl is not None:
+            self.curl.drop_connections()
         try:
             manager = self.api_client.rest_client.pool_manager
             idle = manager.connection_from_url(self.api_client.configuration.host).pool

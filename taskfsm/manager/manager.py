@@ -304,7 +304,12 @@ class Manager:
         """A Rest whose requests count in ``rest_client_requests_total`` and are timed in
         ``rest_client_request_duration_seconds``, labelled ``host``."""
         metrics = self.metrics
-        return Rest(api, observer=metrics.request_observer(host), timer=metrics.request_timer(host))
+        return Rest(
+            api,
+            observer=metrics.request_observer(host),
+            timer=metrics.request_timer(host),
+            curl=self.settings.http_transport == "libcurl",
+        )
 
     def _start_workers(self) -> None:
         if self._stop_requested.is_set():

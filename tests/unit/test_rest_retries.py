@@ -1,6 +1,6 @@
 """Request timeouts, retries and the write guard of :class:`taskfsm.kube.rest.Rest`, against a
-scripted local HTTP server through the real client stack (``configured()`` ApiClient, urllib3)
-."""
+scripted local HTTP server through the real client stack (``configured()`` ApiClient), over both
+transports: libcurl (:mod:`taskfsm.kube.curl`, the default) and the client's urllib3 pool."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pycurl
 import pytest
 from kubernetes import client
 
-from taskfsm.kube.client import KEEPALIVE_IDLE, configured
+from taskfsm.kube.client import KEEPALIVE_COUNT, KEEPALIVE_IDLE, configured
 from taskfsm.kube.errors import ConnectionDropped, NotLeader, Unavailable
 from taskfsm.kube.rest import LEASES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, Rest
 
@@ -125,7 +126,20 @@ def rec() -> Recorder:
     return Recorder()
 
 
+@pytest.fixture(params=["libcurl", "urllib3"], autouse=True)
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs over both transports (``make_rest`` picks the current one)."""
+    global CURL
+    CURL = request.param == "libcurl"
+    yield request.param
+    CURL = True
+
+
+CURL = True
+
+
 def make_rest(api: client.ApiClient, rec: Recorder, **kwargs: Any) -> Rest:
+    kwargs.setdefault("curl", CURL)
     return Rest(
         api,
         observer=lambda *row: rec.observed.append(row),
@@ -268,47 +282,79 @@ def test_connecting_for_a_write_may_not_outlast_the_guard(
 
 
 def test_a_dropped_connection_is_retried_once_for_idempotent_verbs(
-    server: Server, api: client.ApiClient, rec: Recorder
+    server: Server, api: client.ApiClient, rec: Recorder, transport: str
 ):
-    """A connection closed before the answer is retried once for GET (on a new
-    connection), never for PATCH (it may have been applied) and never twice."""
+    """A new connection closed before the answer is retried once for GET (on a new
+    connection), never for PATCH (the controller retries from a fresh view) and never twice."""
     rest = make_rest(api, rec)
     server.script = [drop]
     rest.get(LEASES, "ns", "l")
     assert len(server.requests) == 2
+    rest.drop_idle_connections()  # the next request's connection is new, not reused
     server.script = [drop]
     with pytest.raises(ConnectionDropped):
         rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}})
     assert len(server.requests) == 3
+    rest.drop_idle_connections()
     server.script = [drop, drop]
     with pytest.raises(ConnectionDropped):
         rest.get(LEASES, "ns", "l")
     assert len(server.requests) == 5
 
 
-def test_a_read_timeout_is_not_retried_and_drops_idle_connections(
+def test_libcurl_sends_a_request_again_once_when_its_reused_connection_died(
     server: Server, api: client.ApiClient, rec: Recorder
 ):
+    """A kept-alive connection that turns out closed before any byte of the answer: libcurl
+    sends the request again on a new connection, once, whatever the verb (every write of the
+    controller may land twice, docs/architecture.md); a second drop is the caller's, and a
+    PATCH is then not retried."""
+    rest = make_rest(api, rec, curl=True)  # libcurl's own behaviour, whichever the parameter
+    rest.get(LEASES, "ns", "l")  # leaves a kept-alive connection
+    server.script = [drop]
+    rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}})
+    assert len(server.requests) == 3
+    server.script = [drop, drop]
+    with pytest.raises(ConnectionDropped):
+        rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}})
+    assert len(server.requests) == 5
+
+
+def test_a_read_timeout_is_not_retried_and_drops_idle_connections(
+    server: Server, api: client.ApiClient, rec: Recorder, transport: str
+):
     """A request whose answer does not come within the read timeout fails after one
-    read timeout (urllib3 retries nothing), and the idle pooled connections (probably on the
-    same dead path) are closed, so the next request connects afresh instead of waiting on one."""
+    read timeout (the transport retries nothing), and the other kept-alive connections
+    (probably on the same dead path) are closed, so their next request connects afresh
+    instead of waiting on one."""
     rest = make_rest(api, rec, timeout=(2.0, 0.5))
-    # Two requests in flight at once leave two connections idle in the pool.
-    slow = [hang_then_ok(0.3), hang_then_ok(0.3)]
-    server.script = slow
-    threads = [threading.Thread(target=rest.get, args=(LEASES, "ns", "l")) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # A worker thread keeps a connection of its own alive (libcurl: a handle per thread; urllib3:
+    # two requests in flight at once leave two connections idle in the pool).
+    go, done = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        rest.get(LEASES, "ns", "l")
+        done.set()
+        go.wait(10)
+        rest.get(LEASES, "ns", "l")
+
+    server.script = [hang_then_ok(0.3), hang_then_ok(0.3)]
+    other = threading.Thread(target=worker)
+    other.start()
+    rest.get(LEASES, "ns", "l")
+    done.wait(10)
     assert server.connections == 2
     server.script = [hang(1.5)]
-    with pytest.raises(Unavailable, match="Read timed out"):
+    with pytest.raises(Unavailable, match=r"(?i)timed out"):
         rest.get(LEASES, "ns", "l")
     assert len(server.requests) == 3  # not retried
+    go.set()
+    other.join()
+    assert server.connections == 3  # the other kept-alive connection was not used again
     rest.get(LEASES, "ns", "l")
-    assert server.connections == 3  # the other idle connection was closed: a new one
-    assert rest.drop_idle_connections() == 1
+    # Nor this thread's, which timed out: libcurl's handle connects afresh; urllib3's pool hands
+    # this thread the connection the worker just opened.
+    assert server.connections == (4 if transport == "libcurl" else 3)
 
 
 def hang_then_ok(seconds: float) -> Step:
@@ -331,20 +377,35 @@ def test_a_deadline_is_one_total_timeout(server: Server, api: client.ApiClient, 
 
 
 def test_clients_use_tcp_keepalive_and_no_http_client_retries(
-    server: Server, api: client.ApiClient, rec: Recorder
+    server: Server, api: client.ApiClient, rec: Recorder, transport: str
 ):
-    """Every client's connections have TCP keepalive (idle 15 s) and urllib3 retries
-    nothing itself (Rest decides, passing the write guard each time)."""
-    make_rest(api, rec).get(LEASES, "ns", "l")
+    """Every client's connections have TCP keepalive (idle 15 s, 3 probes) and urllib3
+    retries nothing itself (Rest decides, passing the write guard each time)."""
+    rest = make_rest(api, rec)
+    rest.get(LEASES, "ns", "l")
     pool = api.rest_client.pool_manager.connection_from_url(server.url)
-    conn = pool.pool.get(block=False)
-    try:
-        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-        assert conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE
-    finally:
-        pool.pool.put(conn)
+    if transport == "libcurl":
+        assert rest.curl is not None
+        handle, _ = rest.curl._handle()
+        sock = socket.socket(fileno=handle.getinfo(pycurl.ACTIVESOCKET))
+        try:
+            assert_keepalive(sock)
+        finally:
+            sock.detach()
+    else:
+        conn = pool.pool.get(block=False)
+        try:
+            assert_keepalive(conn.sock)
+        finally:
+            pool.pool.put(conn)
     assert pool.retries.total is False
     assert api.configuration.client_go_retries is False
+
+
+def assert_keepalive(sock: socket.socket) -> None:
+    assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == KEEPALIVE_COUNT
 
 
 def test_a_permission_refusal_is_noted_until_the_same_request_succeeds(server, api, rec):

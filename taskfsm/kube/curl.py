@@ -1,0 +1,272 @@
+"""Ordinary requests over libcurl (``pycurl``): the transport behind :class:`taskfsm.kube.rest.Rest`
+where the client's configuration allows it.
+
+Why: a request through urllib3 and ``http.client`` costs about 0.5 ms of CPU in Python (URL
+parsing, pool keys, header dictionaries, the response wrapper); libcurl does the same work in C
+in a fifth of the instructions (docs/performance.md, "The HTTP transport"). Requests were about
+a fifth of the controller's CPU per Task. Watches stay on the client's urllib3 path: a watch
+event's cost is decoding it, which no transport changes (measured x0.83-0.92), and the informer
+ends a stream from another thread, which urllib3's response allows and a running libcurl
+transfer does not.
+
+What it keeps of the behaviour docs/operations.md ("Request timeouts and retries") describes:
+
+* one handle per thread (libcurl's rule), each keeping its own keep-alive connection, with the
+  TCP keepalive of :mod:`taskfsm.kube.client` (idle, interval, and the probe count set on the
+  socket, which pycurl has no option for);
+* the ``(connect, read)`` timeout: ``connect`` bounds connecting and the TLS handshake, ``read``
+  the silence of the answer (libcurl's low-speed limit: fewer than one byte a second for that
+  many seconds); a single number bounds the whole request (a deadline);
+* a timeout closes this thread's connection and makes every other thread's handle connect
+  afresh on its next request (:meth:`CurlTransport.drop_connections`), as urllib3's idle
+  connections were closed;
+* a connection that closed or reset before the answer raises
+  :class:`~taskfsm.kube.errors.ConnectionDropped` (``Rest`` retries idempotent verbs once).
+  libcurl itself sends a request again, once, when a reused connection turns out dead before
+  any byte of the answer, whatever the verb: every write of the controller is safe to land twice
+  (docs/architecture.md, "Every write may be sent twice");
+* an answer beyond ``limit`` bytes is cut off (:class:`~taskfsm.kube.errors.Unavailable`);
+* no proxy from the environment: a configured proxy (``proxy-url``, ``HTTPS_PROXY``), a TLS
+  server name, a hostname to assert or TLS material held in memory make :func:`settings_of`
+  answer None, and those clients keep the urllib3 path, whose handling of them is the client
+  library's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import socket
+import ssl
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pycurl
+
+from taskfsm.kube.errors import ConnectionDropped, Unavailable
+
+#: libcurl errors meaning the connection closed or reset before the whole answer arrived.
+DROPPED = frozenset(
+    {pycurl.E_GOT_NOTHING, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR, pycurl.E_PARTIAL_FILE}
+)
+
+#: The pool arguments of the client's urllib3 pool manager that this transport carries out.
+_EXPRESSIBLE = frozenset(
+    {"cert_reqs", "ca_certs", "cert_file", "key_file", "ca_cert_data", "socket_options", "maxsize"}
+)
+
+
+@dataclass(frozen=True)
+class CurlSettings:
+    """What a handle is set up with: TLS verification and material (files, or CA data)."""
+
+    verify: bool
+    ca_file: str | None
+    ca_path: str | None
+    ca_data: bytes | None
+    cert_file: str | None
+    key_file: str | None
+    keepalive: tuple[int, int, int] | None
+    """(idle, interval, count) seconds and probes, or None for none."""
+
+
+def settings_of(pool_manager: Any) -> CurlSettings | None:
+    """The settings for libcurl equivalent to the client's urllib3 pool manager, or None when
+    it holds something only urllib3 carries out (see the module doc)."""
+    if type(pool_manager).__name__ != "PoolManager":  # a ProxyManager, a SOCKS manager
+        return None
+    kw: dict[str, Any] = dict(getattr(pool_manager, "connection_pool_kw", {}) or {})
+    kw.pop("retries", None)  # urllib3's own retries are off; libcurl has none to turn off
+    if set(kw) - _EXPRESSIBLE:
+        return None
+    verify = kw.get("cert_reqs") != ssl.CERT_NONE
+    ca_file, ca_path = kw.get("ca_certs"), None
+    if verify and not ca_file and not kw.get("ca_cert_data"):
+        defaults = ssl.get_default_verify_paths()  # what urllib3 verifies against then
+        ca_file, ca_path = defaults.cafile, defaults.capath
+    data = kw.get("ca_cert_data")
+    return CurlSettings(
+        verify=verify,
+        ca_file=ca_file,
+        ca_path=ca_path,
+        ca_data=data.encode() if isinstance(data, str) else data,
+        cert_file=kw.get("cert_file"),
+        key_file=kw.get("key_file"),
+        keepalive=_keepalive(kw.get("socket_options")),
+    )
+
+
+def _keepalive(options: Sequence[tuple[int, int, int]] | None) -> tuple[int, int, int] | None:
+    """(idle, interval, count) from urllib3 socket options, when they turn keepalive on."""
+    values = {(level, name): value for level, name, value in options or ()}
+    if not values.get((socket.SOL_SOCKET, socket.SO_KEEPALIVE)):
+        return None
+    tcp = socket.IPPROTO_TCP
+    return (
+        int(values.get((tcp, getattr(socket, "TCP_KEEPIDLE", -1)), 60)),
+        int(values.get((tcp, socket.TCP_KEEPINTVL), 60)),
+        int(values.get((tcp, socket.TCP_KEEPCNT), 9)),
+    )
+
+
+class _Call:
+    """One request's answer as libcurl hands it over: body chunks and header lines."""
+
+    __slots__ = ("chunks", "headers", "limit", "size", "too_large")
+
+    def __init__(self) -> None:
+        self.reset(None)
+
+    def reset(self, limit: int | None) -> None:
+        self.chunks: list[bytes] = []
+        self.headers: list[bytes] = []
+        self.limit, self.size, self.too_large = limit, 0, False
+
+    def write(self, chunk: bytes) -> int | None:
+        self.size += len(chunk)
+        if self.limit is not None and self.size > self.limit:
+            self.too_large = True
+            return 0  # libcurl ends the transfer (E_WRITE_ERROR)
+        self.chunks.append(chunk)
+        return None
+
+    def header(self, line: bytes) -> None:
+        self.headers.append(line)
+
+
+@dataclass
+class Answer:
+    """A complete answer: status, body, and the header lines as received (parsed only when an
+    error needs them)."""
+
+    status: int
+    body: bytes
+    header_lines: list[bytes]
+
+    def head(self) -> tuple[str, dict[str, str]]:
+        """The reason phrase and headers (names lower-case) of the last response head (a
+        ``100 Continue`` comes first)."""
+        reason, headers = "", dict[str, str]()
+        for raw in self.header_lines:
+            line = raw.decode("latin-1").rstrip("\r\n")
+            if line.startswith("HTTP/"):
+                reason, headers = (line.split(" ", 2)[2:] or [""])[0], {}
+            elif ":" in line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        return reason, headers
+
+
+class CurlTransport:
+    """libcurl handles, one per thread, for one API server (see the module doc)."""
+
+    def __init__(self, settings: CurlSettings) -> None:
+        self.settings = settings
+        self._local = threading.local()
+        self._generation = 0
+
+    def drop_connections(self) -> None:
+        """Every thread's handle connects afresh on its next request; this thread's at once."""
+        self._generation += 1
+        handle = getattr(self._local, "handle", None)
+        if handle is not None:
+            handle[0].close()
+            self._local.handle = None
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Sequence[str],
+        body: bytes | None,
+        timeout: float | tuple[float, float],
+        limit: int | None,
+    ) -> Answer:
+        """Send one request; the answer whatever its status. Raises ``ConnectionDropped`` or
+        ``Unavailable`` when no whole answer arrived."""
+        curl, call = self._handle()
+        call.reset(limit)
+        curl.setopt(pycurl.URL, url)
+        if body is None:
+            curl.setopt(pycurl.HTTPGET, 1)
+        else:
+            curl.setopt(pycurl.POSTFIELDS, body)
+        curl.setopt(pycurl.CUSTOMREQUEST, method)
+        curl.setopt(pycurl.HTTPHEADER, [*headers, "Expect:"])
+        if isinstance(timeout, tuple):
+            connect, read = timeout
+            curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(connect * 1000)))
+            curl.setopt(pycurl.TIMEOUT_MS, 0)
+            curl.setopt(pycurl.LOW_SPEED_LIMIT, 1)
+            curl.setopt(pycurl.LOW_SPEED_TIME, max(1, math.ceil(read)))
+        else:
+            curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(timeout * 1000)))
+            curl.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout * 1000)))
+            curl.setopt(pycurl.LOW_SPEED_TIME, 0)
+        try:
+            curl.perform()
+        except pycurl.error as exc:
+            code, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else ""
+            if call.too_large and limit is not None:
+                raise Unavailable(f"an answer larger than {limit // (1024 * 1024)} MiB") from None
+            if code == pycurl.E_OPERATION_TIMEDOUT:
+                self.drop_connections()
+                raise Unavailable(f"API server unreachable: timed out: {message}") from None
+            if code in DROPPED:
+                raise ConnectionDropped(f"connection dropped: {message}") from None
+            raise Unavailable(f"API server unreachable: {message} (libcurl error {code})") from None
+        return Answer(curl.getinfo(pycurl.RESPONSE_CODE), b"".join(call.chunks), call.headers)
+
+    def _handle(self) -> tuple[pycurl.Curl, _Call]:
+        handle: tuple[pycurl.Curl, _Call, int] | None = getattr(self._local, "handle", None)
+        if handle is not None and handle[2] == self._generation:
+            return handle[0], handle[1]
+        if handle is not None:
+            handle[0].close()
+        curl, call = self._new_handle(), _Call()
+        curl.setopt(pycurl.WRITEFUNCTION, call.write)
+        curl.setopt(pycurl.HEADERFUNCTION, call.header)
+        self._local.handle = (curl, call, self._generation)
+        return curl, call
+
+    def _new_handle(self) -> pycurl.Curl:
+        s = self.settings
+        curl = pycurl.Curl()
+        curl.setopt(pycurl.NOSIGNAL, 1)
+        curl.setopt(pycurl.PROXY, "")  # never a proxy from the environment (module doc)
+        curl.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        curl.setopt(pycurl.SSL_VERIFYPEER, 1 if s.verify else 0)
+        curl.setopt(pycurl.SSL_VERIFYHOST, 2 if s.verify else 0)
+        if s.ca_data is not None:
+            curl.setopt(pycurl.CAINFO_BLOB, s.ca_data)
+        elif s.ca_file:
+            curl.setopt(pycurl.CAINFO, s.ca_file)
+        if s.ca_path:
+            curl.setopt(pycurl.CAPATH, s.ca_path)
+        if s.cert_file:
+            curl.setopt(pycurl.SSLCERT, s.cert_file)
+            curl.setopt(pycurl.SSLKEY, s.key_file or s.cert_file)
+        if s.keepalive is not None:
+            idle, interval, count = s.keepalive
+            curl.setopt(pycurl.TCP_KEEPALIVE, 1)
+            curl.setopt(pycurl.TCP_KEEPIDLE, idle)
+            curl.setopt(pycurl.TCP_KEEPINTVL, interval)
+            curl.setopt(pycurl.SOCKOPTFUNCTION, _probe_count(count))
+        return curl
+
+
+def _probe_count(count: int) -> Any:
+    """A socket-option callback setting ``TCP_KEEPCNT`` (pycurl has no option for it)."""
+
+    def set_count(fd: int, purpose: int) -> int:
+        with contextlib.suppress(OSError):
+            sock = socket.socket(fileno=fd)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+            finally:
+                sock.detach()  # the descriptor stays libcurl's
+        return int(pycurl.SOCKOPT_OK)
+
+    return set_count
