@@ -26,10 +26,12 @@ What it keeps of the behaviour docs/operations.md ("Request timeouts and retries
   any byte of the answer, whatever the verb: every write of the controller is safe to land twice
   (docs/architecture.md, "Every write may be sent twice");
 * an answer beyond ``limit`` bytes is cut off (:class:`~taskfsm.kube.errors.Unavailable`);
+* TLS as the client's pool would do it: its CA file or data (else the system's), its client
+  certificate and key files, or the PEM material a tenant's kubeconfig holds in memory
+  (:func:`remember_tls`, handed to libcurl as blobs, never written to disk);
 * no proxy from the environment: a configured proxy (``proxy-url``, ``HTTPS_PROXY``), a TLS
-  server name, a hostname to assert or TLS material held in memory make :func:`settings_of`
-  answer None, and those clients keep the urllib3 path, whose handling of them is the client
-  library's.
+  server name (``tls-server-name``) or a hostname to assert make :func:`settings_of` answer None,
+  and those clients keep the urllib3 path, whose handling of them is the client library's.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import math
 import socket
 import ssl
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +62,24 @@ _EXPRESSIBLE = frozenset(
 
 
 @dataclass(frozen=True)
+class TlsMaterial:
+    """TLS material a client holds in memory only (a tenant's kubeconfig Secret): PEM bytes."""
+
+    ca: bytes | None
+    cert: bytes | None
+    key: bytes | None
+
+
+_IN_MEMORY: weakref.WeakKeyDictionary[Any, TlsMaterial] = weakref.WeakKeyDictionary()
+
+
+def remember_tls(pool_manager: Any, material: TlsMaterial) -> None:
+    """Note the PEM material behind the ``ssl_context`` a client's pool manager was given
+    (``taskfsm/kube/kubeconfig.py``), so that libcurl can be handed the same."""
+    _IN_MEMORY[pool_manager] = material
+
+
+@dataclass(frozen=True)
 class CurlSettings:
     """What a handle is set up with: TLS verification and material (files, or CA data)."""
 
@@ -68,6 +89,8 @@ class CurlSettings:
     ca_data: bytes | None
     cert_file: str | None
     key_file: str | None
+    cert_data: bytes | None
+    key_data: bytes | None
     keepalive: tuple[int, int, int] | None
     """(idle, interval, count) seconds and probes, or None for none."""
 
@@ -79,21 +102,29 @@ def settings_of(pool_manager: Any) -> CurlSettings | None:
         return None
     kw: dict[str, Any] = dict(getattr(pool_manager, "connection_pool_kw", {}) or {})
     kw.pop("retries", None)  # urllib3's own retries are off; libcurl has none to turn off
+    memory = _IN_MEMORY.get(pool_manager)
+    if memory is not None and kw.get("ssl_context") is not None:
+        del kw["ssl_context"]  # made from exactly this material (kubeconfig.py)
+    else:
+        memory = TlsMaterial(None, None, None)
     if set(kw) - _EXPRESSIBLE:
         return None
     verify = kw.get("cert_reqs") != ssl.CERT_NONE
+    data = kw.get("ca_cert_data")
+    ca_data = memory.ca or (data.encode() if isinstance(data, str) else data)
     ca_file, ca_path = kw.get("ca_certs"), None
-    if verify and not ca_file and not kw.get("ca_cert_data"):
+    if verify and not ca_file and not ca_data:
         defaults = ssl.get_default_verify_paths()  # what urllib3 verifies against then
         ca_file, ca_path = defaults.cafile, defaults.capath
-    data = kw.get("ca_cert_data")
     return CurlSettings(
         verify=verify,
         ca_file=ca_file,
         ca_path=ca_path,
-        ca_data=data.encode() if isinstance(data, str) else data,
+        ca_data=ca_data,
         cert_file=kw.get("cert_file"),
         key_file=kw.get("key_file"),
+        cert_data=memory.cert,
+        key_data=memory.key,
         keepalive=_keepalive(kw.get("socket_options")),
     )
 
@@ -213,7 +244,9 @@ class CurlTransport:
                 raise Unavailable(f"an answer larger than {limit // (1024 * 1024)} MiB") from None
             if code == pycurl.E_OPERATION_TIMEDOUT:
                 self.drop_connections()
-                raise Unavailable(f"API server unreachable: timed out: {message}") from None
+                raise Unavailable(
+                    f"API server unreachable: {_timed_out(timeout, message)}"
+                ) from None
             if code in DROPPED:
                 raise ConnectionDropped(f"connection dropped: {message}") from None
             raise Unavailable(f"API server unreachable: {message} (libcurl error {code})") from None
@@ -248,6 +281,9 @@ class CurlTransport:
         if s.cert_file:
             curl.setopt(pycurl.SSLCERT, s.cert_file)
             curl.setopt(pycurl.SSLKEY, s.key_file or s.cert_file)
+        if s.cert_data is not None and s.key_data is not None:
+            curl.setopt(pycurl.SSLCERT_BLOB, s.cert_data)
+            curl.setopt(pycurl.SSLKEY_BLOB, s.key_data)
         if s.keepalive is not None:
             idle, interval, count = s.keepalive
             curl.setopt(pycurl.TCP_KEEPALIVE, 1)
@@ -270,3 +306,12 @@ def _probe_count(count: int) -> Any:
         return int(pycurl.SOCKOPT_OK)
 
     return set_count
+
+
+def _timed_out(timeout: float | tuple[float, float], message: str) -> str:
+    """What timed out, in the words urllib3 uses (users and runbooks read one wording)."""
+    if not isinstance(timeout, tuple):
+        return f"Timed out. (timeout={timeout:g}) {message}"
+    if message.startswith("Connection timed out") or "connect" in message.lower():
+        return f"Connect timed out. (connect timeout={timeout[0]}) {message}"
+    return f"Read timed out. (read timeout={timeout[1]}) {message}"

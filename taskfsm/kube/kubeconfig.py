@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from taskfsm.kube.client import ApiClient, Configuration, configured, from_kubeconfig_dict
+from taskfsm.kube.curl import TlsMaterial, remember_tls
 from taskfsm.kube.pem import load_cert_chain
 
 MAX_DEPTH = 16
@@ -275,8 +276,12 @@ def build_client(
         configuration.tls_server_name = target.tls_server_name
     tls = _tls_context(target)
     api = configured(configuration)
-    # The pool makes every connection with this context (CA and client certificate in memory).
+    # The pool makes every connection with this context (CA and client certificate in memory);
+    # libcurl (taskfsm/kube/curl.py) is handed the same material.
     api.rest_client.pool_manager.connection_pool_kw["ssl_context"] = tls
+    remember_tls(
+        api.rest_client.pool_manager, TlsMaterial(target.ca_data, target.cert_data, target.key_data)
+    )
     return api
 
 
