@@ -549,6 +549,8 @@ class Bench:
         for field_name in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
             meta.pop(field_name, None)
         status = template.pop("status")
+        # Once its Job has expired, the controller has cleared the Task's reference to it.
+        status.pop("jobRef", None)
         body_text, status_text = json.dumps(template), json.dumps({"status": status})
         log(f"copying a finished Task {n - sample:,} times into {ns}")
 
