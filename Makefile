@@ -66,11 +66,12 @@ generate: ## regenerate every generated file: patch metadata, CRDs, lifecycle di
 test-fast: ## run only the tests that need no control plane
 	$(PY) -m pytest -n $(FAST_WORKERS) -m "not integration"
 
-bench: setup ## benchmark taskfsm run on a local control plane (first the flood rows, six runs of 5,000 Tasks; then ≤ 30 min, then ≈ 40 min of HTTP, admission, memory and UI benchmarks); writes docs/benchmarks.md
+bench: setup ## benchmark taskfsm run on a local control plane (first the flood rows, six runs of 5,000 Tasks; then ≤ 30 min, then ≈ 70 min of HTTP, admission, memory (10,000 Tasks with Jobs, 100,000 without) and UI benchmarks); writes docs/benchmarks.md
 	$(PY) benchmarks/bench_controller.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_http.py
 	$(PY) benchmarks/bench_admission.py
 	$(PY) benchmarks/bench_memory.py
+	$(PY) benchmarks/bench_memory.py --jobs-expired --tasks 100000 --repeats 1 --variants "as shipped" --json benchmarks/last-memory-100k-run.json
 	$(PY) benchmarks/bench_ui.py
 
 .PHONY: help setup setup-test demo test test-oldest image lint generate test-fast bench

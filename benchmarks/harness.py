@@ -843,7 +843,12 @@ class Bench:
         deadline = time.monotonic() + 60 + tasks * 0.1
         drained_at = None
         while time.monotonic() < deadline:
-            samples = proc.samples()
+            try:
+                samples = proc.samples()
+            except OSError:  # a controller busy with 100,000 Tasks may answer a scrape late
+                drained_at = None
+                time.sleep(1.0)
+                continue
             depth = sum(v for (name, _), v in samples.items() if name == "workqueue_depth")
             active = sum(
                 v for (name, _), v in samples.items() if name == "controller_runtime_active_workers"

@@ -126,6 +126,18 @@ def check_memory(text: str, data: dict[str, Any]) -> None:
     assert "Where the live memory is" in text
 
 
+def check_memory_jobs_expired(text: str, data: dict[str, Any]) -> None:
+    """``--jobs-expired``: the namespace holds copies of a finished Task, no Job."""
+    assert "## Controller memory, finished Tasks whose Jobs expired" in text
+    assert "whose Jobs expired (copies of a few run ones)" in text
+    (run,) = data["results"]["as shipped"]
+    assert run["tasks"] == 30
+    assert run["rss_mib"] > 0
+    assert data["meta"]["jobs"] is False
+    assert data["sizes"]["Task"]["objects"] == 30
+    assert data["sizes"]["Job"]["objects"] == 0
+
+
 def check_ui(text: str, data: dict[str, Any]) -> None:
     assert text.startswith(KEPT)
     assert "## taskfsm ui" in text
@@ -163,6 +175,11 @@ HARNESSES = {
     "http": Harness("bench_http.py", ("--quick",), check_http, earlier=KEPT),
     "admission": Harness("bench_admission.py", ("--quick",), check_admission),
     "memory": Harness("bench_memory.py", ("--quick", "--profile"), check_memory),
+    "memory, Jobs expired": Harness(
+        "bench_memory.py",
+        ("--quick", "--jobs-expired", "--variants", "as shipped"),
+        check_memory_jobs_expired,
+    ),
     "ui": Harness(
         "bench_ui.py",
         ("--tasks", "50"),
