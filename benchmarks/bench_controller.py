@@ -103,13 +103,16 @@ CONTROLLER_ROWS = {
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # The goals the report marks met or not (docs/performance.md discusses them); every sentence of
 # the report that states a goal takes it from here, so two sentences cannot state two goals.
-GOAL_CPU_MS = 5.0  # controller CPU per Task, burst of 1,000
+GOAL_CPU_MS = 8.0  # controller CPU per Task, burst of 1,000 (issue 31)
 GOAL_RATIO = 0.5  # Tasks/s to Job created over what the measured write ceiling allows
-GOAL_STEADY_P99 = 0.25  # Task→Job p99 (s) at a 50/s arrival
+GOAL_STEADY_P99 = 1.0  # Task→Job p99 (s) at a 50/s arrival, where the API server keeps up
 GOAL_CPU_GROWTH = 1.2  # CPU per Task, largest burst over smallest
-GOAL_MEMORY_MB = 150  # RSS of a fresh process ...
+GOAL_MEMORY_MIB = 120  # RSS of a fresh process ...
 GOAL_MEMORY_TASKS = 10_000  # ... with this many Tasks (and their Jobs) cached
 GOAL_TASK_WRITES = 6  # Task-lifecycle writes per Task
+GOAL_ALL_WRITES = (
+    6.5  # every write per Task: the lifecycle's, Events and Workflow status (issue 31)
+)
 GOAL_READS = 0  # uncached single-object reads per Task
 GOAL_FLOOD_LATENCY = 2.0  # B's Task→Job p50/p99 during A's flood, at most this times idle
 GOAL_FLOOD_THROUGHPUT = 0.95  # A's Tasks/s with fair queueing, at least this share of FIFO's
@@ -208,6 +211,7 @@ def aggregate(results: list[RunResult]) -> dict[tuple[str, int, int], dict[str, 
             "wf_writes": median([per_task_cost(r).workflow_writes for r in runs]),
             "reconciles": median([r.reconciles_per_task for r in runs]),
             "cpu_ms": median([r.cpu_ms_per_task for r in runs]),
+            "api_write_p99": median([r.api_write_p99 for r in runs]),
         }
     return out
 
@@ -391,7 +395,7 @@ def render(
         add(
             "RSS of a fresh `taskfsm run` process whose caches hold the Tasks of a finished run (and their "
             "Jobs), after its start-up reconcile of every Task drained; "
-            f"goal: ≤ {GOAL_MEMORY_MB} MB with {GOAL_MEMORY_TASKS:,}. "
+            f"goal: ≤ {GOAL_MEMORY_MIB} MiB with {GOAL_MEMORY_TASKS:,}. "
             "Each size is measured in several fresh processes: median, and every run (the spread is heap "
             "fragmentation left by the start-up pass)."
         )
@@ -495,7 +499,10 @@ def _verdicts(
         if scenario.startswith("steady"):
             out.append(
                 f"Task→Job p99 at a {scenario.removeprefix('steady ')} arrival ({n:,} Tasks): "
-                f"{a['job_p99']:.2f} s (target ≤ {GOAL_STEADY_P99:g} s at 50/s): "
+                f"{a['job_p99']:.2f} s, beside the API server's own p99 for Task, Job and Secret "
+                f"writes of {a.get('api_write_p99', float('nan')):g} s and "
+                f"{a['tput_job']:.1f} Tasks/s to Job (target ≤ {GOAL_STEADY_P99:g} s at 50/s where "
+                "the API server keeps up): "
                 f"{verdict(a['job_p99'] <= GOAL_STEADY_P99 and '50/s' in scenario)}."
             )
     if len(sizes) > 1:
@@ -509,18 +516,18 @@ def _verdicts(
         )
     big = max((m for m in memory if m["tasks"]), key=lambda m: m["tasks"], default=None)
     if big is not None:
-        mb = big["rss_mib"] * 1.048576
-        worst = max(big.get("rss_runs") or [big["rss_mib"]]) * 1.048576
-        ok = big["tasks"] >= GOAL_MEMORY_TASKS and mb <= GOAL_MEMORY_MB
+        mib = big["rss_mib"]
+        worst = max(big.get("rss_runs") or [big["rss_mib"]])
+        ok = big["tasks"] >= GOAL_MEMORY_TASKS and mib <= GOAL_MEMORY_MIB
         out.append(
-            f"Memory: median {mb:.0f} MB RSS with {int(big['tasks']):,} Tasks in cache, largest run "
-            f"{worst:.0f} MB (target ≤ {GOAL_MEMORY_MB} MB with {GOAL_MEMORY_TASKS:,}): "
+            f"Memory: median {mib:.0f} MiB RSS with {int(big['tasks']):,} Tasks in cache, largest "
+            f"run {worst:.0f} MiB (target ≤ {GOAL_MEMORY_MIB} MiB with {GOAL_MEMORY_TASKS:,}): "
             + (
                 verdict(ok)
                 if big["tasks"] >= GOAL_MEMORY_TASKS
                 else f"not measured at {GOAL_MEMORY_TASKS:,}"
             )
-            + ("" if not ok or worst <= GOAL_MEMORY_MB else " by the median, not by every run")
+            + ("" if not ok or worst <= GOAL_MEMORY_MIB else " by the median, not by every run")
             + "."
         )
     if bursts:
@@ -530,6 +537,12 @@ def _verdicts(
             f"API cost: at most {writes:.2f} Task-lifecycle writes and {reads:.2f} uncached reads per "
             f"Task in any burst (target ≤ {GOAL_TASK_WRITES} and {GOAL_READS}): "
             f"{verdict(writes <= GOAL_TASK_WRITES + 1e-9 and reads < GOAL_READS + 0.005)}."
+        )
+        every = max(a["writes"] + a["events"] + a["wf_writes"] for a in bursts.values())
+        out.append(
+            f"Writes per Task, all of them (lifecycle, Events, Workflow status): at most "
+            f"{every:.2f} in any burst (target ≤ {GOAL_ALL_WRITES:g}): "
+            f"{verdict(every <= GOAL_ALL_WRITES + 1e-9)}."
         )
     return out
 

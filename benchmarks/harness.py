@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import ssl
@@ -109,6 +110,43 @@ def scrape_apiserver(plane: Any) -> Counter[tuple[str, str, str, str]]:
             )
             out[key] += int(sample.value)
     return out
+
+
+def apiserver_write_buckets(plane: Any) -> Counter[float]:
+    """``apiserver_request_duration_seconds`` of writes (POST, PUT, PATCH, DELETE) of Tasks, Jobs
+    and Secrets so far: cumulative count per bucket bound (``le``, seconds)."""
+    context = ssl.create_default_context(cafile=str(plane.ca_file))
+    request = urllib.request.Request(
+        f"{plane.server}/metrics", headers={"Authorization": f"Bearer {plane.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=30, context=context) as response:
+        text = response.read().decode()
+    out: Counter[float] = Counter()
+    for family in text_string_to_metric_families(text):
+        if family.name != "apiserver_request_duration_seconds":
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if (
+                sample.name.endswith("_bucket")
+                and labels.get("verb") in ("POST", "PUT", "PATCH", "DELETE")
+                and labels.get("resource") in ("tasks", "jobs", "secrets")
+            ):
+                out[float(labels["le"])] += int(sample.value)
+    return out
+
+
+def bucket_quantile(before: Counter[float], after: Counter[float], q: float) -> float:
+    """The upper bound of the bucket holding the ``q`` quantile of what was observed between
+    two :func:`apiserver_write_buckets` scrapes (nan when nothing was)."""
+    bounds = sorted(after)
+    total = after[math.inf] - before[math.inf] if math.inf in after else 0
+    if total <= 0:
+        return math.nan
+    for bound in bounds:
+        if after[bound] - before[bound] >= q * total:
+            return bound
+    return math.inf
 
 
 def controller_counters(proc: Any) -> Counter[str]:
@@ -283,6 +321,9 @@ class RunResult:
     cpu_ms_per_task: float = float("nan")
     plane_cpu_ms_per_task: float = float("nan")
     """kube-apiserver + etcd CPU (user + system) over the run, per Task."""
+    api_write_p99: float = float("nan")
+    """The API server's own p99 latency of Task, Job and Secret writes over the run (seconds, the
+    upper bound of its histogram bucket)."""
     profile: dict[str, int] | None = None
     """Samples by category (benchmarks/cpu_profile.py) when the run was profiled."""
 
@@ -446,6 +487,7 @@ class Bench:
         time.sleep(0.5)
         api_before, ctl_before = scrape_apiserver(self.plane), controller_counters(proc)
         plane_before = plane_cpu_seconds(self.plane)
+        writes_before = apiserver_write_buckets(self.plane)
         recorder = None
         if profile is not None:
             from cpu_profile import Recorder  # benchmarks/cpu_profile.py
@@ -485,6 +527,7 @@ class Bench:
         time.sleep(1.0)
         api_after, ctl_after = scrape_apiserver(self.plane), controller_counters(proc)
         plane_after = plane_cpu_seconds(self.plane)
+        writes_after = apiserver_write_buckets(self.plane)
         samples = recorder.stop() if recorder is not None else None
         rss, hwm = rss_mib(proc.pid)
         proc.terminate(60)
@@ -526,6 +569,7 @@ class Bench:
             - ctl_before["reconciles:workflow"],
             cpu_ms_per_task=(ctl_after["cpu"] - ctl_before["cpu"]) * 1000 / n,
             plane_cpu_ms_per_task=(plane_after - plane_before) * 1000 / n,
+            api_write_p99=bucket_quantile(writes_before, writes_after, 0.99),
             complete=complete and len(done_lat) == n,
             namespace=ns,
             profile=dict(samples) if samples is not None else None,

@@ -145,9 +145,11 @@ def _keepalive(options: Sequence[tuple[int, int, int]] | None) -> tuple[int, int
 class _Call:
     """One request's answer as libcurl hands it over: body chunks and header lines."""
 
-    __slots__ = ("chunks", "headers", "limit", "size", "too_large")
+    __slots__ = ("chunks", "header_set", "headers", "limit", "size", "too_large")
 
     def __init__(self) -> None:
+        self.header_set: list[str] | None = None
+        """The request headers the handle was last given (libcurl keeps them)."""
         self.reset(None)
 
     def reset(self, limit: int | None) -> None:
@@ -225,7 +227,9 @@ class CurlTransport:
         else:
             curl.setopt(pycurl.POSTFIELDS, body)
         curl.setopt(pycurl.CUSTOMREQUEST, method)
-        curl.setopt(pycurl.HTTPHEADER, [*headers, "Expect:"])
+        if call.header_set != headers:  # a thread's requests mostly repeat the same few
+            curl.setopt(pycurl.HTTPHEADER, [*headers, "Expect:"])
+            call.header_set = list(headers)
         if isinstance(timeout, tuple):
             connect, read = timeout
             curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(connect * 1000)))
