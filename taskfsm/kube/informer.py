@@ -259,6 +259,15 @@ class Informer:
             stored = [self._store[k] for k in keys if k in self._store]
         return [self._loaded(each) for each in stored]
 
+    def iter_by_index(self, name: str, value: str) -> Iterator[dict[str, Any]]:
+        """:meth:`by_index`'s objects, each read (unpacked) only when the iteration reaches it:
+        however many there are, one at a time is alive (the store as it was when called)."""
+        with self._lock:
+            keys = strsets.members(self._indices.get(name, {}).get(value))
+            stored = [self._store[k] for k in keys if k in self._store]
+        for each in stored:
+            yield self._loaded(each)
+
     def keys_by_index(self, name: str, value: str) -> builtins.list[str]:
         """The keys of :meth:`by_index`'s objects, without reading the objects."""
         with self._lock:

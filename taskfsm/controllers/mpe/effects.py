@@ -10,7 +10,7 @@ Spec: docs/behaviour.md §1.7 and §4.2.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +39,8 @@ class MpeReads:
     key: MpeKey
     mpe: dict[str, Any] | None
     manages_status: bool = True
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    """The Tasks whose ``status.mediaProcessingEntityRef`` names the MPE."""
+    tasks_using: int = 0
+    """How many Tasks' ``status.mediaProcessingEntityRef`` names the MPE."""
     tasks_active: int = 0
     jobs_kept: int = 0
     """Finished Tasks whose Job is still in a cluster of the MPE (or cannot be searched yet)."""
@@ -57,7 +57,8 @@ class MpePorts:
     Attributes:
         rest: the main cluster (the MPE's finalizer).
         registry: the MPE clients (set up, kept, retired, forgotten; the reachability clock).
-        tasks_using: the Tasks (dicts) whose ``status.mediaProcessingEntityRef`` names an MPE.
+        tasks_using: how many Tasks' ``status.mediaProcessingEntityRef`` names an MPE, and those
+            of them not finished or still naming a Job (dicts, read one at a time).
         on_ready: called with the MPE key when it becomes usable (its Tasks are woken, its
             cluster searched for the children of gone Tasks).
         collect_orphans: deletes the children of gone Tasks in one of the MPE's clusters.
@@ -66,7 +67,7 @@ class MpePorts:
 
     rest: Rest
     registry: MpeRegistry
-    tasks_using: Callable[[MpeKey], list[dict[str, Any]]]
+    tasks_using: Callable[[MpeKey], tuple[int, Iterable[dict[str, Any]]]]
     on_ready: Callable[[MpeKey], None]
     collect_orphans: Callable[[MpeCluster], None]
     remember: Callable[[dict[str, Any]], None] = lambda _written: None

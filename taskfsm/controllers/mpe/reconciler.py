@@ -21,7 +21,7 @@ their Jobs (docs/operations.md, "MediaProcessingEntity clusters and credentials"
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,7 +65,8 @@ class MpeReconciler:
         registry: the MPE clients.
         events: where Events go.
         get: cached lookup ``(kind, namespace, name) -> object | None``.
-        tasks_using: the Tasks (dicts) whose ``status.mediaProcessingEntityRef`` names the MPE.
+        tasks_using: how many Tasks' ``status.mediaProcessingEntityRef`` names the MPE, and those
+            of them not finished or still naming a Job (read one at a time).
         on_ready: called with the MPE key whenever it (re)becomes usable, to requeue waiting Tasks.
         collect_orphans: deletes the children of gone Tasks in one of the MPE's clusters.
         resync_seconds: how often a live MPE is looked at again without events.
@@ -85,7 +86,7 @@ class MpeReconciler:
         registry: MpeRegistry,
         events: EventRecorder,
         get: Callable[[str, str | None, str], dict[str, Any] | None],
-        tasks_using: Callable[[MpeKey], list[dict[str, Any]]],
+        tasks_using: Callable[[MpeKey], tuple[int, Iterable[dict[str, Any]]]],
         on_ready: Callable[[MpeKey], None],
         collect_orphans: Callable[[MpeCluster], None],
         resync_seconds: float,
@@ -158,9 +159,9 @@ class MpeReconciler:
         if mpe is None:
             return reads
         ref = ref_of_key(key)
-        reads.tasks = self.tasks_using(key)
+        reads.tasks_using, needing = self.tasks_using(key)
         job_refs: list[dict[str, Any]] = []
-        for task in reads.tasks:
+        for task in needing:  # one at a time: there may be very many
             status = task.get("status") or {}
             job_ref = status.get("jobRef") or {}
             reads.jobs_recorded = reads.jobs_recorded or bool(job_ref)
@@ -199,7 +200,7 @@ class MpeReconciler:
             manages_status=reads.manages_status,
             ready_condition=ready,
             client_ready=self.registry.get(ref) is not None,
-            tasks_using=len(reads.tasks),
+            tasks_using=reads.tasks_using,
             tasks_active=reads.tasks_active,
             jobs_kept=reads.jobs_kept,
             retired_locations=reads.retired_locations,

@@ -7,6 +7,7 @@ asks which Tasks use a MediaProcessingEntity (for the MPE's reconcile and its wa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Final
 
 from taskfsm.api import constants as c
@@ -22,6 +23,9 @@ PRE_RUNNING_ALL: Final = "pre-running-all"
 """Task cache index: one value (`*`) for every Task still before Running."""
 BY_PHASE: Final = "phase"
 """Task cache index: `status.phase` (`""`: none yet)."""
+MPE_NEEDS: Final = "mpe-needs"
+"""Task cache index: as `BY_MPE`, for the Tasks whose MPE has something to learn from them: not
+finished yet, or still naming a Job (a finished Task whose Job expired only counts)."""
 
 
 def task_key(obj: dict[str, Any]) -> str:
@@ -48,6 +52,13 @@ def _mpe_of(task: dict[str, Any]) -> str | None:
     ).get("namespace"):
         return None  # not one selection writes: it holds no other namespace's MPE back
     return mpe_ref_key(ref.get("kind") or "", ref.get("namespace") or "", ref["name"])
+
+
+def _mpe_needs(task: dict[str, Any]) -> str | None:
+    status = task.get("status") or {}
+    if status.get("phase") in c.TASK_TERMINAL_PHASES and not status.get("jobRef"):
+        return None
+    return _mpe_of(task)
 
 
 def _phase_of(task: dict[str, Any]) -> str:
@@ -77,6 +88,7 @@ class TaskIndex:
         tasks.index(PRE_RUNNING_BY_NAMESPACE, _pre_running_namespace)
         tasks.index(PRE_RUNNING_ALL, _pre_running_all)
         tasks.index(BY_PHASE, _phase_of)
+        tasks.index(MPE_NEEDS, _mpe_needs)
 
     def keys_of_workflow(self, key: str) -> list[str]:
         """The keys of the cached Tasks whose `spec.workflowRef` names the Workflow
@@ -91,9 +103,15 @@ class TaskIndex:
         """The keys of :meth:`using`'s Tasks (their objects are not read)."""
         return self.tasks.keys_by_index(BY_MPE, mpe_ref_key(*mpe))
 
-    def using(self, mpe: tuple[str, str, str]) -> list[dict[str, Any]]:
-        """The cached Tasks whose `status.mediaProcessingEntityRef` names the MPE `mpe`."""
-        return self.tasks.by_index(BY_MPE, mpe_ref_key(*mpe))
+    def using(self, mpe: tuple[str, str, str]) -> tuple[int, Iterator[dict[str, Any]]]:
+        """How many cached Tasks' `status.mediaProcessingEntityRef` names the MPE `mpe`, and
+        those of them that are not finished or still name a Job, read one at a time.
+
+        A finished Task whose Job expired tells its MPE nothing but that it exists: with
+        100,000 of them (most of a long-running cluster) reading each for every MPE pass cost
+        seconds of CPU and, held in one list, several hundred MiB (docs/performance.md)."""
+        key = mpe_ref_key(*mpe)
+        return len(self.tasks.keys_by_index(BY_MPE, key)), self.tasks.iter_by_index(MPE_NEEDS, key)
 
     def pre_running(self, namespace: str | None) -> list[dict[str, Any]]:
         """The cached Tasks still before Running, of `namespace` (None: of every namespace)."""

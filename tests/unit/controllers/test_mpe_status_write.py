@@ -58,7 +58,7 @@ class World:
             registry=None,  # type: ignore[arg-type]  # observe is not called: the engine is stubbed
             events=FakeEvents(),  # type: ignore[arg-type]  # a fake recorder
             get=lambda kind, ns, name: self.cached,
-            tasks_using=lambda key: [],
+            tasks_using=lambda key: (0, []),
             on_ready=lambda key: None,
             collect_orphans=lambda cluster: None,
             resync_seconds=60,
