@@ -259,6 +259,14 @@ class Informer:
             stored = [self._store[k] for k in keys if k in self._store]
         return [self._loaded(each) for each in stored]
 
+    def each(self) -> Iterator[dict[str, Any]]:
+        """Every cached object, each read (unpacked) only when the iteration reaches it: one at
+        a time is alive, however many the cache holds (the store as it was when called)."""
+        with self._lock:
+            stored = builtins.list(self._store.values())
+        for one in stored:
+            yield self._loaded(one)
+
     def iter_by_index(self, name: str, value: str) -> Iterator[dict[str, Any]]:
         """:meth:`by_index`'s objects, each read (unpacked) only when the iteration reaches it:
         however many there are, one at a time is alive (the store as it was when called)."""

@@ -118,3 +118,21 @@ def test_which_objects_are_cold():
     assert not finished_job({**done, "metadata": {"finalizers": ["x"]}})  # still followed
     assert not finished_job({"metadata": {}, "status": {"conditions": "not a list"}})
     assert not finished_job({"metadata": {}, "status": {"conditions": [1, "x"]}})
+
+
+def test_each_reads_one_packed_object_at_a_time_as_the_iteration_reaches_it():
+    """`Informer.each` (the orphan sweep's walk over every cached Job) unpacks lazily: a
+    sweep of 10,000 finished Jobs never holds them all decoded at once."""
+    inf = informer()
+    for i in range(5):
+        inf._handle({"type": ADDED, "object": task(f"t{i}", i + 1)})
+    reads: list[int] = []
+    real = inf._loaded
+    inf._loaded = lambda stored: reads.append(1) or real(stored)  # type: ignore[method-assign]
+    walk = inf.each()
+    assert reads == []
+    first = next(walk)
+    assert len(reads) == 1
+    rest = list(walk)
+    assert len(reads) == 5
+    assert sorted(o["metadata"]["name"] for o in [first, *rest]) == [f"t{i}" for i in range(5)]

@@ -160,7 +160,7 @@ class OrphanCollector:
         Raises:
             KubeError: an API request failed.
         """
-        keys = {_trusted_key(cluster, job) for job in cluster.jobs.list()}
+        keys = {_trusted_key(cluster, job) for job in cluster.jobs.each()}
         for key in sorted(k for k in keys if k is not None):
             namespace, name = key.split("/", 1)
             self.collect(key, self.cached_task(namespace, name), [cluster])
@@ -177,7 +177,8 @@ class OrphanCollector:
         for cluster in self.registry.clusters_with_retired() if clusters is None else clusters:
             if not cluster.ready:
                 continue
-            keys = {_trusted_key(cluster, job) for job in cluster.jobs.list()} - {None}
+            # One Job read at a time: a list of every cached Job was the sweep's peak.
+            keys = {_trusted_key(cluster, job) for job in cluster.jobs.each()} - {None}
             for key in sorted(k for k in keys if k is not None and self.owns(k)):
                 namespace, name = key.split("/", 1)
                 task = self.cached_task(namespace, name)
