@@ -647,6 +647,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.budget_minutes:
         config["budget_minutes"] = args.budget_minutes
+    for name in args.skip or ():
+        config[name] = [] if name in ("steady", "memory", "replicas") else None
     repeats = config["repeats"]
     config["repeats"] = {n: args.repeats or repeats.get(n, 1) for n in config["sizes"]}
     return config
@@ -915,6 +917,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--from-json", help="re-render the report from a --json file instead of running"
+    )
+    parser.add_argument(
+        "--skip",
+        type=lambda text: [x for x in text.split(",") if x],
+        help="comma-separated scenarios left out of a full run: flood, profile, steady, memory, "
+        "replicas, startup (the burst sizes always run)",
     )
     parser.add_argument(
         "--profile",

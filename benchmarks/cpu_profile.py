@@ -49,6 +49,8 @@ OWN_CODE: tuple[tuple[str, str], ...] = (
     ("watch loop (informers, caches)", "taskfsm/kube/cache.py"),
     ("watch loop (informers, caches)", "taskfsm/kube/transforms.py"),
     ("REST layer (taskfsm.kube.rest)", "taskfsm/kube/rest.py"),
+    # libcurl's own work runs without the GIL and so is in no sample: only its Python side is.
+    ("HTTP over libcurl, its Python side (taskfsm.kube.curl)", "taskfsm/kube/curl.py"),
     ("Events", "taskfsm/kube/events.py"),
     ("event handlers (keys to queue)", "taskfsm/controllers/task/handlers.py"),
     ("event handlers (keys to queue)", "taskfsm/controllers/workflow/handlers.py"),
