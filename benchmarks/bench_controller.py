@@ -547,6 +547,26 @@ def _verdicts(
     return out
 
 
+def git_commit() -> str:
+    """The short hash of this checkout's HEAD, or ``?``."""
+    with contextlib.suppress(Exception):
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.strip()
+            or "?"
+        )
+    return "?"
+
+
+def now_utc() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def machine_meta(plane: Any) -> dict[str, str]:
     import kubernetes
 
@@ -568,20 +588,9 @@ def machine_meta(plane: Any) -> dict[str, str]:
     with contextlib.suppress(OSError):
         kb = int(Path("/proc/meminfo").read_text().split()[1])
         mem = f"{kb / 1024 / 1024:.0f} GiB"
-    commit = "?"
-    with contextlib.suppress(Exception):
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"],
-                cwd=REPO,
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout.strip()
-            or "?"
-        )
+    commit = git_commit()
     return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": now_utc(),
         "machine": f"{cpu}, {os.cpu_count()} cores, {mem} RAM, {platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "kubernetes (control plane)": f"kube-apiserver / kube-controller-manager {version}",
@@ -919,6 +928,11 @@ def main(argv: list[str] | None = None) -> int:
         "--from-json", help="re-render the report from a --json file instead of running"
     )
     parser.add_argument(
+        "--record",
+        help="with --profile: append the run's figures and profile to this JSON-lines file "
+        "(benchmarks/before_after.py renders before/after rows from it)",
+    )
+    parser.add_argument(
         "--skip",
         type=lambda text: [x for x in text.split(",") if x],
         help="comma-separated scenarios left out of a full run: flood, profile, steady, memory, "
@@ -1043,6 +1057,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{fmt(result.plane_cpu_ms_per_task, 1)} ms per Task"
                 )
                 log(f"raw profile: {log_dir / 'profile.txt'}")
+                if args.record:  # one JSON line per run, for benchmarks/before_after.py
+                    line = asdict(result) | {"commit": git_commit(), "date": now_utc()}
+                    with Path(args.record).open("a") as out:
+                        out.write(json.dumps(line) + "\n")
             finally:
                 bench.stop_kubelet()
             return 0
