@@ -4,7 +4,8 @@ Run: ``.venv/bin/python benchmarks/bench_controller.py --profile --record runs.j
 checkout of each commit, alternating (the harness is the same for both: copy this folder into the
 older checkout), then::
 
-    .venv/bin/python benchmarks/before_after.py runs.jsonl --before 449307e --after e981dd2
+    .venv/bin/python benchmarks/before_after.py runs.jsonl --before 449307e --after e981dd2 \
+        --run last-run.json
 
 It replaces the ``## Before and after`` section of ``docs/benchmarks.md`` (``--output``; ``''``
 prints only): each figure the median of the runs of each commit, every run listed, and the
@@ -31,10 +32,18 @@ from bench_controller import (  # noqa: E402 (after the sys.path entries above)
     per_task_cost,
     render_profile,
 )
+from bench_controller import render as bench_render  # noqa: E402 (after the sys.path entries)
 from harness import RunResult  # noqa: E402 (after the sys.path entries above)
-from report import write_section  # noqa: E402 (this script's folder is on sys.path)
+from report import sections, write_section  # noqa: E402 (this script's folder is on sys.path)
 
 SECTION = "## Before and after"
+FROM_FULL_RUN = (
+    "## Throughput and latency",
+    "## Controller memory",
+    "## Scaling",
+    "## Against the targets",
+)
+"""The sections of a full run (``--run``) the before/after section quotes."""
 
 ROWS: list[tuple[str, Callable[[RunResult], float], str, str]] = [
     (
@@ -72,7 +81,12 @@ def load(path: Path) -> list[tuple[str, str, RunResult]]:
     return out
 
 
-def render(runs: list[tuple[str, str, RunResult]], before: str, after: str) -> str:
+def render(
+    runs: list[tuple[str, str, RunResult]],
+    before: str,
+    after: str,
+    full: dict[str, Any] | None = None,
+) -> str:
     sides = {c: [r for commit, _, r in runs if commit == c] for c in (before, after)}
     dates = sorted(date for commit, date, _ in runs if commit in sides)
     sizes = sorted({(r.n, r.workers) for rs in sides.values() for r in rs})
@@ -98,6 +112,26 @@ def render(runs: list[tuple[str, str, RunResult]], before: str, after: str) -> s
             cells.append(f"{form.format(medians[-1])} ({each})")
         ratio = f"x{medians[1] / medians[0]:.2f}" if medians[0] else "-"
         lines.append(f"| {label} | {cells[0]} | {cells[1]} | {ratio} | {target} |")
+    if full is not None:
+        lines += [
+            "",
+            f"The after commit ({full['meta'].get('taskfsm commit', '?')}) in one run of "
+            f"`bench_controller.py` ({full['meta'].get('date', '?')}; configuration "
+            f"`{json.dumps(full.get('config', {}), sort_keys=True)}`), for the targets a "
+            "profiled burst does not show (the before figures: the main report above, from "
+            "an earlier commit, and docs/performance.md):",
+        ]
+        report = bench_render(
+            [RunResult(**r) for r in full["results"]],
+            full["memory"],
+            full["meta"],
+            full.get("config", {}),
+            full.get("notes"),
+            full.get("ceiling") or {},
+        )
+        for heading, body in sections(report):
+            if heading in FROM_FULL_RUN:
+                lines += ["", f"**{heading.removeprefix('## ')}**", body.split("\n", 1)[1].strip()]
     last = sides[after][-1]
     if last.profile:
         lines += ["", f"The after commit's ({after}) last run: {render_profile(last)}"]
@@ -115,8 +149,15 @@ def main(argv: list[str] | None = None) -> int:
         default=str(REPO / "docs" / "benchmarks.md"),
         help=f"report whose '{SECTION}' section is replaced ('' = none)",
     )
+    parser.add_argument(
+        "--run",
+        type=Path,
+        help="the --json of a bench_controller.py run of the after commit, whose throughput, "
+        "memory, scaling and targets sections are quoted",
+    )
     args = parser.parse_args(argv)
-    section = render(load(args.runs), args.before, args.after)
+    full = json.loads(args.run.read_text()) if args.run else None
+    section = render(load(args.runs), args.before, args.after, full)
     print(section)
     if args.output:
         write_section(Path(args.output), section)
