@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import socket
 import ssl
 import threading
@@ -54,6 +55,9 @@ from taskfsm.kube.errors import ConnectionDropped, Unavailable
 DROPPED = frozenset(
     {pycurl.E_GOT_NOTHING, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR, pycurl.E_PARTIAL_FILE}
 )
+
+_BREAKS = re.compile(r"[\r\n\0]")
+"""What no header line may hold (a tenant's token is sent as one)."""
 
 #: The pool arguments of the client's urllib3 pool manager that this transport carries out.
 _EXPRESSIBLE = frozenset(
@@ -228,6 +232,10 @@ class CurlTransport:
             curl.setopt(pycurl.POSTFIELDS, body)
         curl.setopt(pycurl.CUSTOMREQUEST, method)
         if call.header_set != headers:  # a thread's requests mostly repeat the same few
+            if any(_BREAKS.search(line) for line in headers):
+                # libcurl would send a line break as it is (a second header, or a second
+                # request); http.client refuses such a value, and so does this transport.
+                raise Unavailable("a request header holds a line break; not sent")
             curl.setopt(pycurl.HTTPHEADER, [*headers, "Expect:"])
             call.header_set = list(headers)
         if isinstance(timeout, tuple):

@@ -166,6 +166,9 @@ def check(doc: Mapping[str, Any], policy: KubeconfigPolicy = STRICT) -> None:
             _keys(body, inner, f"{path}.{inner}", problems, policy)
             if inner == "cluster":
                 _check_server(body, f"{path}.cluster", problems, policy)
+            if inner == "user" and _breaks_a_header(body.get("token")):
+                # Sent as a header line: a line break would make a second header or request.
+                problems.append(f"{path}.user.token: holds a line break")
     if problems:
         raise KubeconfigRefused(problems)
 
@@ -183,6 +186,10 @@ def _keys(
         if key not in allowed:
             name = key if isinstance(key, str) else type(key).__name__
             problems.append(f"{path + '.' if path else ''}{name}: not allowed")
+
+
+def _breaks_a_header(value: Any) -> bool:
+    return isinstance(value, str) and any(ch in value for ch in "\r\n\0")
 
 
 def _check_server(

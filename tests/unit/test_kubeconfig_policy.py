@@ -177,3 +177,12 @@ def test_unusable_data_is_named_without_its_value():
         kubeconfig.build_client(half)
     with pytest.raises(ValueError, match="no entry named by the current context"):
         kubeconfig.build_client({**doc(), "current-context": "missing"})
+
+
+def test_a_token_with_a_line_break_is_refused_by_path_without_its_value():
+    """A token is sent as a header line: one holding a line break would add a header (or a
+    request) of the tenant's choosing, so the kubeconfig is refused, naming where."""
+    with pytest.raises(kubeconfig.KubeconfigRefused) as info:
+        kubeconfig.check(doc(user={"token": "t0ken\r\nX-Injected: yes"}))
+    assert "users[0].user.token: holds a line break" in str(info.value)
+    assert "X-Injected" not in str(info.value)

@@ -459,3 +459,17 @@ def test_a_permission_refusal_not_repeated_within_the_hold_is_let_go(server, api
         rest.list(LEASES, "ns")
     assert list(rest.denied(1000.0 + DENIAL_HOLD_SECONDS + 1)) == [("LIST", "leases")]
     assert rest.denied(clock[0] + DENIAL_HOLD_SECONDS + 1) == {}
+
+
+def test_a_header_value_with_a_line_break_is_not_sent(
+    server: Server, api: client.ApiClient, rec: Recorder, transport: str
+):
+    """A bearer token holding a line break never reaches the wire as a second header or
+    request: refused before sending, by either transport (tenants' kubeconfigs are refused
+    before that, tests/unit/test_kubeconfig_policy.py)."""
+    api.configuration.api_key = {"BearerToken": "t0ken\r\nX-Injected: yes"}
+    api.configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    rest = make_rest(api, rec)
+    with pytest.raises((Unavailable, ValueError), match=r"(?i)header"):
+        rest.get(LEASES, "ns", "l")
+    assert server.requests == []
