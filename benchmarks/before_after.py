@@ -87,15 +87,21 @@ def render(
     after: str,
     full: dict[str, Any] | None = None,
 ) -> str:
-    sides = {c: [r for commit, _, r in runs if commit == c] for c in (before, after)}
-    dates = sorted(date for commit, date, _ in runs if commit in sides)
+    # --after may name several commits (runs recorded while small changes landed): one side.
+    afters = after.split(",")
+    after = afters[-1]
+    sides = {
+        before: [r for commit, _, r in runs if commit == before],
+        after: [r for commit, _, r in runs if commit in afters],
+    }
+    dates = sorted(date for commit, date, _ in runs if commit == before or commit in afters)
     sizes = sorted({(r.n, r.workers) for rs in sides.values() for r in rs})
     lines = [
         SECTION,
         "",
         f"`benchmarks/before_after.py`: issue 31's targets, profiled bursts "
         f"({', '.join(f'{n:,} Tasks x {w} workers' for n, w in sizes)}) of commit {before} "
-        f"(before) and {after} (after), run alternately on one machine, {dates[0]} to "
+        f"(before) and {' and '.join(afters)} (after), run alternately on one machine, {dates[0]} to "
         f"{dates[-1]} ({len(sides[before])} and {len(sides[after])} runs); each figure the median, "
         "every run in brackets. Measured, not asserted.",
         "",
@@ -131,10 +137,11 @@ def render(
         )
         for heading, body in sections(report):
             if heading in FROM_FULL_RUN:
-                lines += ["", f"**{heading.removeprefix('## ')}**", body.split("\n", 1)[1].strip()]
+                title = heading.removeprefix("## ")
+                lines += ["", f"**{title}**", "", body.split("\n", 1)[1].strip()]
     last = sides[after][-1]
     if last.profile:
-        lines += ["", f"The after commit's ({after}) last run: {render_profile(last)}"]
+        lines += ["", f"The after commit's ({after}) last run. {render_profile(last)}"]
     lines.append("")
     return "\n".join(lines)
 
@@ -143,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("runs", type=Path, help="JSON lines of bench_controller.py --record")
     parser.add_argument("--before", required=True, help="the commit before (as recorded)")
-    parser.add_argument("--after", required=True, help="the commit after (as recorded)")
+    parser.add_argument(
+        "--after", required=True, help="the commit after (as recorded; several: comma-separated)"
+    )
     parser.add_argument(
         "--output",
         default=str(REPO / "docs" / "benchmarks.md"),
