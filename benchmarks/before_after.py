@@ -34,7 +34,7 @@ from bench_controller import (  # noqa: E402 (after the sys.path entries above)
 )
 from bench_controller import render as bench_render  # noqa: E402 (after the sys.path entries)
 from harness import RunResult  # noqa: E402 (after the sys.path entries above)
-from report import sections, write_section  # noqa: E402 (this script's folder is on sys.path)
+from report import publish, sections  # noqa: E402 (this script's folder is on sys.path)
 
 SECTION = "## Before and after"
 FROM_FULL_RUN = (
@@ -167,9 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     full = json.loads(args.run.read_text()) if args.run else None
     section = render(load(args.runs), args.before, args.after, full)
-    print(section)
-    if args.output:
-        write_section(Path(args.output), section)
+    publish(section, args.output)
     return 0
 
 

@@ -51,7 +51,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from report import write_section  # noqa: E402 (this script's folder is on sys.path)
+from report import publish  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.api import constants as c  # noqa: E402 (after the sys.path entry above)
 from taskfsm.api.crdgen import crd_documents  # noqa: E402 (after the sys.path entry above)
@@ -485,9 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(data, indent=1))
     section = render(data)
-    print(section)
-    if args.output:
-        write_section(Path(args.output), section)
+    publish(section, args.output)
     return 0
 
 

@@ -76,7 +76,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kubernetes.watch.watch import iter_resp_lines  # noqa: E402 (after the sys.path entry above)
-from report import write_section  # noqa: E402 (this script's folder is on sys.path)
+from report import publish  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.kube import wire  # noqa: E402 (after the sys.path entry above)
 from taskfsm.kube.client import from_kubeconfig  # noqa: E402 (after the sys.path entry above)
@@ -1276,9 +1276,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(data, indent=1))
     section = render(data)
-    print(section)
-    if args.output:
-        write_section(Path(args.output), section)
+    publish(section, args.output)
     return 0
 
 

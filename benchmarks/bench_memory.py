@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from harness import KCM_ARGS, Bench  # noqa: E402 (after the sys.path entries above)
-from report import write_section  # noqa: E402 (this script's folder is on sys.path)
+from report import publish  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.kube import transforms  # noqa: E402 (after the sys.path entries above)
 from taskfsm.kube.resources import TASKS  # noqa: E402 (after the sys.path entries above)
@@ -306,9 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(data, indent=1))
     section = render(data)
-    print(section)
-    if args.output:
-        write_section(Path(args.output), section)
+    publish(section, args.output)
     return 0
 
 

@@ -40,7 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from report import write_section  # noqa: E402 (this script's folder is on sys.path)
+from report import publish  # noqa: E402 (this script's folder is on sys.path)
 
 from taskfsm.kube.resources import TASKS  # noqa: E402 (after the sys.path entry above)
 from taskfsm.kube.rest import NAMESPACES, Rest  # noqa: E402 (after the sys.path entry above)
@@ -311,9 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps({"runs": runs, "meta": meta}, indent=1))
     section = render(runs, meta)
-    print(section)
-    if args.output:
-        write_section(Path(args.output), section)
+    publish(section, args.output)
     return 0
 
 

@@ -32,6 +32,14 @@ def write_section(path: Path, section: str) -> None:
     path.write_text(text.rstrip("\n") + "\n")
 
 
+def publish(section: str, output: str) -> None:
+    """Print ``section`` and, unless ``output`` is ``''``, put it in place in that report (what
+    every harness does with its section at the end)."""
+    print(section)
+    if output:
+        write_section(Path(output), section)
+
+
 def write_report(path: Path, report: str) -> None:
     """Write ``report`` (a whole page with its own sections) to ``path``, then the sections
     ``path`` already had under headings ``report`` does not have, in their order."""
