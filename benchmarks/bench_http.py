@@ -27,11 +27,13 @@ to its API server:
 The transports:
 
 ``rest``
-    today's path as the controller runs it: :class:`taskfsm.kube.rest.Rest` (the kubernetes
-    client's urllib3 pool manager, auth hook, observer, retry loop); watches through
-    ``kubernetes.watch``'s line splitter as :mod:`taskfsm.kube.informer` reads them.
+    today's path as the controller runs it: :class:`taskfsm.kube.rest.Rest` (since 2026-12-07
+    libcurl for requests, :mod:`taskfsm.kube.curl`; auth hook, observer, retry loop); watches
+    through the kubernetes client's urllib3 pool and ``kubernetes.watch``'s line splitter as
+    :mod:`taskfsm.kube.informer` reads them.
 ``urllib3``
-    the same pool manager called bare (no ``Rest`` layer): what of today's cost is the transport.
+    the kubernetes client's pool manager called bare (no ``Rest`` layer): the transport of
+    ``Rest``'s requests before libcurl, and of watches.
 ``http.client``
     the standard library's ``HTTPSConnection``, one persistent connection per thread.
 ``pycurl``, ``pycurl-h2``
@@ -309,7 +311,7 @@ class Transport:
 
 
 class RestTransport(Transport):
-    """Today's path: the controller's Rest class (see the module docstring)."""
+    """Today's path: the controller's Rest class, as shipped (see the module docstring)."""
 
     name = "rest"
 
