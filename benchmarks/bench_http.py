@@ -27,8 +27,9 @@ to its API server:
 The transports:
 
 ``rest``
-    today's path as the controller runs it: :class:`taskfsm.kube.rest.Rest` (since 2026-12-07
-    libcurl for requests, :mod:`taskfsm.kube.curl`; auth hook, observer, retry loop); watches
+    today's path as the controller runs it: :class:`taskfsm.kube.rest.Rest` as shipped (the
+    kubernetes client's urllib3 pool; libcurl, :mod:`taskfsm.kube.curl`, is opt-in; auth hook,
+    observer, retry loop); watches
     through the kubernetes client's urllib3 pool and ``kubernetes.watch``'s line splitter as
     :mod:`taskfsm.kube.informer` reads them.
 ``urllib3``

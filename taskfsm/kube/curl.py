@@ -1,5 +1,7 @@
-"""Ordinary requests over libcurl (``pycurl``): the transport behind :class:`taskfsm.kube.rest.Rest`
-where the client's configuration allows it.
+"""Ordinary requests over libcurl (``pycurl``): the opt-in transport behind
+:class:`taskfsm.kube.rest.Rest` (``--http-transport=libcurl``) where the client's configuration
+allows it. Not the default: docs/operations.md, "Request timeouts and retries", has its known
+issues with several replicas.
 
 Why: a request through urllib3 and ``http.client`` costs about 0.5 ms of CPU in Python (URL
 parsing, pool keys, header dictionaries, the response wrapper); libcurl does the same work in C

@@ -192,7 +192,8 @@ class Rest:
         sleep: how to wait for ``Retry-After`` (tests pass a fake).
         clock: monotonic seconds, when a permission refusal was given (tests pass a fake).
         curl: send ordinary requests over libcurl where the client's configuration allows it
-            (:mod:`taskfsm.kube.curl`); False keeps every request on the client's urllib3 pool.
+            (:mod:`taskfsm.kube.curl`, opt-in: ``--http-transport=libcurl``); False (the
+            default) keeps every request on the client's urllib3 pool.
 
     Every method raises a :class:`taskfsm.kube.errors.KubeError` subclass on failure.
     """
@@ -207,7 +208,7 @@ class Rest:
         write_guard: WriteGuard | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
-        curl: bool = True,
+        curl: bool = False,
     ) -> None:
         self.api_client = api_client
         self.observer = observer

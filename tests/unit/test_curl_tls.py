@@ -74,7 +74,7 @@ def test_in_memory_tls_material_reaches_the_server_over_libcurl(tls_server) -> N
     }
     temp_before = set(os.listdir(tempfile.gettempdir()))
     api = kubeconfig.build_client(document)
-    rest = Rest(api)
+    rest = Rest(api, curl=True)
     assert rest.curl is not None  # the request below goes over libcurl
     Handler.peers.clear()
     assert rest.get(LEASES, "ns", "l")["metadata"]["name"] == "l"
@@ -105,7 +105,7 @@ def test_a_server_outside_the_kubeconfig_ca_is_refused_over_libcurl(tls_server, 
         "current-context": "x",
     }
     api = kubeconfig.build_client(document)
-    rest = Rest(api)
+    rest = Rest(api, curl=True)
     assert rest.curl is not None
     with pytest.raises(Unavailable, match=r"(?i)certificate"):
         rest.get(LEASES, "ns", "l")
