@@ -8,10 +8,11 @@ Task UID, the Job names this process created or read, and the chart's `job_vanis
 it through the observation's `job_was_seen`.
 
 **Its limit (docs/lifecycle.md, "D18b"):** it is process memory. A restart, a new leader or a
-bucket handover to another replica starts without it, so a Job created and then removed inside
-that window *across* such a change is not recognised as lost, and the Task makes a new Job of
-the same name. Making it durable would cost a write per Task (an annotation); the window needs
-a lost status write and a vanished Job together.
+bucket handover to another replica starts without it, and a create whose answer was lost never
+reaches it, so a Job created and then removed (finalizer stripped) inside that window is not
+recognised as lost, and the Task makes a new Job of the same name. A durable mark would not
+close it: written before the create, it cannot tell "made, then removed" from "never made"
+after a crash between the two.
 
 Entries go when the Task goes: the Task informer's delete events prune them
 (:meth:`SeenJobs.watch`), and a finalized reconcile forgets its Task.
