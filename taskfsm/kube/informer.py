@@ -215,10 +215,8 @@ class Informer:
         self, namespace: str | None = None, labels: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:
         """Cached objects, optionally restricted to a namespace and to exact label matches."""
-        with self._lock:
-            stored = list(self._store.values())
         out = []
-        for obj in map(self._loaded, stored):
+        for obj in self.each():
             meta = obj.get("metadata") or {}
             if namespace is not None and meta.get("namespace") != namespace:
                 continue
@@ -254,10 +252,7 @@ class Informer:
 
     def by_index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
         """Cached objects whose index ``name`` has ``value`` (see :meth:`index`)."""
-        with self._lock:
-            keys = strsets.members(self._indices.get(name, {}).get(value))
-            stored = [self._store[k] for k in keys if k in self._store]
-        return [self._loaded(each) for each in stored]
+        return builtins.list(self.iter_by_index(name, value))
 
     def each(self) -> Iterator[dict[str, Any]]:
         """Every cached object, each read (unpacked) only when the iteration reaches it: one at

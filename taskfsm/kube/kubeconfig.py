@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from taskfsm.kube.client import ApiClient, Configuration, configured, from_kubeconfig_dict
-from taskfsm.kube.curl import TlsMaterial, remember_tls
+from taskfsm.kube.curl_settings import TlsMaterial, remember_tls
 from taskfsm.kube.pem import load_cert_chain
 
 MAX_DEPTH = 16

@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
 
 import orjson
 import urllib3
@@ -53,8 +53,11 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from taskfsm.kube import wire
-from taskfsm.kube.curl import CurlTransport, settings_of
+from taskfsm.kube.curl_settings import settings_of
 from taskfsm.kube.errors import ConnectionDropped, Forbidden, KubeError, Unavailable, api_errors
+
+if TYPE_CHECKING:
+    from taskfsm.kube.curl import CurlTransport
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +229,11 @@ class Rest:
         self._denied_lock = threading.Lock()
         pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
         settings = settings_of(pool) if curl else None
-        self.curl: CurlTransport | None = CurlTransport(settings) if settings else None
+        self.curl: CurlTransport | None = None
+        if settings is not None:
+            from taskfsm.kube.curl import CurlTransport  # pycurl only when asked for (libcurl)
+
+            self.curl = CurlTransport(settings)
         """The libcurl transport of ordinary requests, None where they take the client's
         urllib3 pool (:mod:`taskfsm.kube.curl` says when)."""
 

@@ -110,3 +110,23 @@ def test_a_server_outside_the_kubeconfig_ca_is_refused_over_libcurl(tls_server, 
     with pytest.raises(Unavailable, match=r"(?i)certificate"):
         rest.get(LEASES, "ns", "l")
     api.close()
+
+
+def test_the_default_transport_never_loads_pycurl(tmp_path) -> None:
+    """Reading a tenant's kubeconfig and building a Rest with the default transport (urllib3)
+    leaves pycurl unloaded: libcurl costs its RSS only with ``--http-transport=libcurl``."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from kubernetes import client\n"
+        "import taskfsm.kube.kubeconfig, taskfsm.manager.manager\n"
+        "from taskfsm.kube.rest import Rest\n"
+        "Rest(client.ApiClient(client.Configuration()))\n"
+        "print('pycurl' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert out.stdout.strip() == "False", out.stderr

@@ -1,6 +1,6 @@
 """Request timeouts, retries and the write guard of :class:`taskfsm.kube.rest.Rest`, against a
 scripted local HTTP server through the real client stack (``configured()`` ApiClient), over both
-transports: libcurl (:mod:`taskfsm.kube.curl`, the default) and the client's urllib3 pool."""
+transports: libcurl (:mod:`taskfsm.kube.curl`, opt-in) and the client's urllib3 pool."""
 
 from __future__ import annotations
 

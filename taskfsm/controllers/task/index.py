@@ -111,7 +111,7 @@ class TaskIndex:
         100,000 of them (most of a long-running cluster) reading each for every MPE pass cost
         seconds of CPU and, held in one list, several hundred MiB (docs/performance.md)."""
         key = mpe_ref_key(*mpe)
-        return len(self.tasks.keys_by_index(BY_MPE, key)), self.tasks.iter_by_index(MPE_NEEDS, key)
+        return self.tasks.count(BY_MPE, key), self.tasks.iter_by_index(MPE_NEEDS, key)
 
     def pre_running(self, namespace: str | None) -> list[dict[str, Any]]:
         """The cached Tasks still before Running, of `namespace` (None: of every namespace)."""
