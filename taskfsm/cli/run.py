@@ -56,6 +56,10 @@ def parse_ttl(text: str) -> float:
     return seconds
 
 
+SIGNAL_POLL_SECONDS = 1.0
+"""How often the main thread wakes to run a pending signal handler (:func:`cmd_run`)."""
+
+
 def exit_after_stop(code: int) -> NoReturn:
     """End the process with ``code`` once the controller has stopped, skipping interpreter
     finalization.
@@ -180,7 +184,11 @@ def cmd_run(args: argparse.Namespace) -> NoReturn:
         f"controllers={','.join(sorted(controllers))})",
         file=sys.stderr,
     )
-    controller.wait()
+    # Wake every second: CPython runs a signal's handler only when the main thread runs Python
+    # code, and a SIGTERM the kernel hands to another thread (one blocked in libcurl, say)
+    # would otherwise wait until the main thread's lock wait ends by itself.
+    while not controller.wait(SIGNAL_POLL_SECONDS):
+        pass
     print("taskfsm: stopping", file=sys.stderr)
     controller.stop()
     exit_after_stop(1 if controller.lost_leadership.is_set() else 0)

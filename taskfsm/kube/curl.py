@@ -44,6 +44,7 @@ import math
 import re
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,17 +66,30 @@ _BREAKS = re.compile(r"[\r\n\0]")
 class _Call:
     """One request's answer as libcurl hands it over: body chunks and header lines."""
 
-    __slots__ = ("chunks", "header_set", "headers", "limit", "size", "too_large")
+    __slots__ = (
+        "chunks",
+        "connect_by",
+        "header_set",
+        "headers",
+        "late",
+        "limit",
+        "size",
+        "too_large",
+    )
 
     def __init__(self) -> None:
         self.header_set: list[str] | None = None
         """The request headers the handle was last given (libcurl keeps them)."""
-        self.reset(None)
+        self.reset(None, None)
 
-    def reset(self, limit: int | None) -> None:
+    def reset(self, limit: int | None, connect_by: float | None) -> None:
         self.chunks: list[bytes] = []
         self.headers: list[bytes] = []
         self.limit, self.size, self.too_large = limit, 0, False
+        self.connect_by = connect_by
+        """The monotonic time after which no connection may be opened for this request."""
+        self.late = False
+        """A connection was refused for being past ``connect_by``."""
 
     def write(self, chunk: bytes) -> int | None:
         self.size += len(chunk)
@@ -136,11 +150,15 @@ class CurlTransport:
         body: bytes | None,
         timeout: float | tuple[float, float],
         limit: int | None,
+        *,
+        within: float | None = None,
     ) -> Answer:
         """Send one request; the answer whatever its status. Raises ``ConnectionDropped`` or
-        ``Unavailable`` when no whole answer arrived."""
+        ``Unavailable`` when no whole answer arrived. ``within``: seconds after which the
+        request may not be sent again (a write guard's permission): libcurl's own second
+        sending, on a new connection, is refused past it; the answer may come later."""
         curl, call = self._handle()
-        call.reset(limit)
+        call.reset(limit, None if within is None else time.monotonic() + within)
         curl.setopt(pycurl.URL, url)
         if body is None:
             curl.setopt(pycurl.HTTPGET, 1)
@@ -168,6 +186,11 @@ class CurlTransport:
             curl.perform()
         except pycurl.error as exc:
             code, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else ""
+            if call.late:
+                raise Unavailable(
+                    "not sent again: the write's permission ran out before libcurl could send "
+                    f"it on a new connection ({message})"
+                ) from None
             if call.too_large and limit is not None:
                 raise Unavailable(f"an answer larger than {limit // (1024 * 1024)} MiB") from None
             if code == pycurl.E_OPERATION_TIMEDOUT:
@@ -186,13 +209,14 @@ class CurlTransport:
             return handle[0], handle[1]
         if handle is not None:
             handle[0].close()
-        curl, call = self._new_handle(), _Call()
+        call = _Call()
+        curl = self._new_handle(call)
         curl.setopt(pycurl.WRITEFUNCTION, call.write)
         curl.setopt(pycurl.HEADERFUNCTION, call.header)
         self._local.handle = (curl, call, self._generation)
         return curl, call
 
-    def _new_handle(self) -> pycurl.Curl:
+    def _new_handle(self, call: _Call) -> pycurl.Curl:
         s = self.settings
         curl = pycurl.Curl()
         curl.setopt(pycurl.NOSIGNAL, 1)
@@ -212,28 +236,35 @@ class CurlTransport:
         if s.cert_data is not None and s.key_data is not None:
             curl.setopt(pycurl.SSLCERT_BLOB, s.cert_data)
             curl.setopt(pycurl.SSLKEY_BLOB, s.key_data)
+        count = None
         if s.keepalive is not None:
             idle, interval, count = s.keepalive
             curl.setopt(pycurl.TCP_KEEPALIVE, 1)
             curl.setopt(pycurl.TCP_KEEPIDLE, idle)
             curl.setopt(pycurl.TCP_KEEPINTVL, interval)
-            curl.setopt(pycurl.SOCKOPTFUNCTION, _probe_count(count))
+        curl.setopt(pycurl.SOCKOPTFUNCTION, _on_new_socket(call, count))
         return curl
 
 
-def _probe_count(count: int) -> Any:
-    """A socket-option callback setting ``TCP_KEEPCNT`` (pycurl has no option for it)."""
+def _on_new_socket(call: _Call, count: int | None) -> Any:
+    """A socket-option callback (libcurl calls it for every connection it opens): refuses a
+    connection past the request's ``connect_by`` (the second sending of a write whose
+    permission ran out), and sets ``TCP_KEEPCNT`` (pycurl has no option for it)."""
 
-    def set_count(fd: int, purpose: int) -> int:
-        with contextlib.suppress(OSError):
-            sock = socket.socket(fileno=fd)
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
-            finally:
-                sock.detach()  # the descriptor stays libcurl's
+    def opened(fd: int, purpose: int) -> int:
+        if call.connect_by is not None and time.monotonic() > call.connect_by:
+            call.late = True
+            return int(pycurl.SOCKOPT_ERROR)
+        if count is not None:
+            with contextlib.suppress(OSError):
+                sock = socket.socket(fileno=fd)
+                try:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+                finally:
+                    sock.detach()  # the descriptor stays libcurl's
         return int(pycurl.SOCKOPT_OK)
 
-    return set_count
+    return opened
 
 
 def _timed_out(timeout: float | tuple[float, float], message: str) -> str:

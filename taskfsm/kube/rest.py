@@ -404,10 +404,21 @@ class Rest:
         limit = deadline if deadline is not None else time.monotonic() + RETRY_AFTER_BUDGET
         retries, dropped = 0, False
         while True:
-            attempt_timeout = self._attempt_timeout(method, label, timeout, deadline, guarded)
+            attempt_timeout, allowed = self._attempt_timeout(
+                method, label, timeout, deadline, guarded
+            )
             try:
                 answer = self._send(
-                    method, path, label, params, headers, body, stream, attempt_timeout, verb
+                    method,
+                    path,
+                    label,
+                    params,
+                    headers,
+                    body,
+                    stream,
+                    attempt_timeout,
+                    verb,
+                    allowed,
                 )
                 if self._denied:
                     self._note_denied((verb or method, label), "")
@@ -434,10 +445,11 @@ class Rest:
         timeout: tuple[float, float] | None,
         deadline: float | None,
         guarded: bool,
-    ) -> Timeout:
+    ) -> tuple[Timeout, float | None]:
         """The timeout of the next attempt: the deadline's remainder as one total (connect, TLS
         and answer together), else ``(connect, read)``; for a write, connecting may not outlast
-        the write guard's permission. Raises when no time is left or the guard refuses."""
+        the write guard's permission. With it, that permission in seconds (None: no guard).
+        Raises when no time is left or the guard refuses."""
         allowed = None
         if self.write_guard is not None and guarded:
             allowed = self.write_guard(method, label)  # raises NotLeader
@@ -445,9 +457,9 @@ class Rest:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise Unavailable(f"{method} {label}: no time left before the deadline")
-            return left if allowed is None else (min(left, allowed), left)
+            return (left if allowed is None else (min(left, allowed), left)), allowed
         connect, read = timeout or self.timeout
-        return (connect, read) if allowed is None else (min(connect, allowed), read)
+        return ((connect, read) if allowed is None else (min(connect, allowed), read)), allowed
 
     def denied(self, now: float | None = None) -> dict[tuple[str, str], str]:
         """(verb, resource) → the API server's message, for each request refused for lack of a
@@ -488,8 +500,10 @@ class Rest:
         stream: bool,
         timeout: Timeout,
         verb: str | None,
+        allowed: float | None = None,
     ) -> dict[str, Any] | WatchStream:
-        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`."""
+        """One attempt; every failure as a :class:`~taskfsm.kube.errors.KubeError`.
+        ``allowed``: the write guard's permission in seconds, for :meth:`_send_direct`."""
         code = 0
         started = time.monotonic()
         try:
@@ -497,7 +511,7 @@ class Rest:
                 try:
                     if not stream:
                         code, answer = self._send_direct(
-                            method, path, params, headers, body, timeout
+                            method, path, params, headers, body, timeout, allowed
                         )
                         return answer
                     call = self.api_client.param_serialize(
@@ -541,9 +555,15 @@ class Rest:
         headers: dict[str, str],
         body: Any,
         timeout: Timeout,
+        allowed: float | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """A non-streaming request through the client's pool manager (module docstring): the
-        status code and the answer's JSON object; raises ``ApiException`` for an error status."""
+        status code and the answer's JSON object; raises ``ApiException`` for an error status.
+
+        Over libcurl a guarded write (``allowed`` set) is never sent after the guard's
+        permission ran out: libcurl sends a request again by itself, on a new connection, when
+        a reused one turns out dead, and no connection is opened for it past the permission
+        (urllib3 sends once, within it). The answer may come later."""
         api = self.api_client
         headers = {**api.default_headers, **headers}
         queries: list[tuple[str, str]] = []
@@ -559,7 +579,9 @@ class Rest:
         if transport is not None:
             lines = [f"{name}: {value}" for name, value in headers.items()]
             sent = data.encode() if isinstance(data, str) else data
-            answer = transport.request(method, url, lines, sent, timeout, self.max_response_bytes)
+            answer = transport.request(
+                method, url, lines, sent, timeout, self.max_response_bytes, within=allowed
+            )
             if not 200 <= answer.status < 300:
                 reason, received = answer.head()
                 error = ApiException(

@@ -320,6 +320,40 @@ def test_libcurl_sends_a_request_again_once_when_its_reused_connection_died(
     assert len(server.requests) == 5
 
 
+def test_a_guarded_write_is_never_sent_after_the_guards_permission_ran_out(
+    server: Server, api: client.ApiClient, rec: Recorder, transport: str
+):
+    """A write whose kept-alive connection dies silently after the guard's permission ran out
+    is not sent again: libcurl would resend it on a new connection by itself (as in the test
+    above), so over libcurl no connection is opened for it past the permission (a replica cut
+    off from its Lease must not write after its gate closed, docs/operations.md)."""
+    allowed = 0.5
+    rest = make_rest(api, rec, write_guard=lambda _m, _r: allowed)
+    rest.get(LEASES, "ns", "l")  # leaves a kept-alive connection
+    server.script = [hang(1.2)]  # the answer never comes; the connection closes after 1.2 s
+    started = time.monotonic()
+    with pytest.raises((Unavailable, ConnectionDropped)) as failed:
+        rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}})
+    time.sleep(1.5)  # anything sent again would have arrived by now
+    patches = [at - started for at, method in server.requests if method == "PATCH"]
+    assert len(patches) == 1
+    assert patches[0] < allowed
+    if transport == "libcurl":
+        assert "permission ran out" in str(failed.value)
+
+
+def test_a_slow_answer_to_a_guarded_write_is_waited_for_beyond_the_permission(
+    server: Server, api: client.ApiClient, rec: Recorder
+):
+    """The permission bounds sending, not the answer: a write sent within it is answered
+    however long the API server takes (within the read timeout)."""
+    rest = make_rest(api, rec, write_guard=lambda _m, _r: 0.3)
+    rest.get(LEASES, "ns", "l")
+    server.script = [hang_then_ok(1.0)]
+    assert rest.patch(LEASES, "ns", "l", {"metadata": {"labels": {"a": "b"}}})["kind"] == "Lease"
+    assert [method for _, method in server.requests] == ["GET", "PATCH"]
+
+
 def test_a_read_timeout_is_not_retried_and_drops_idle_connections(
     server: Server, api: client.ApiClient, rec: Recorder, transport: str
 ):
