@@ -437,11 +437,11 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--http-transport",
         choices=("libcurl", "urllib3"),
-        default="urllib3",
-        help="how ordinary API requests are sent: urllib3, the Kubernetes client's pool; or, "
-        "opt-in, libcurl (a fifth of the CPU per request) where a cluster's client "
-        "configuration allows it (no proxy, no TLS server name), with the known issues of "
-        "docs/operations.md. Watches always take the pool (default urllib3)",
+        default="libcurl",
+        help="how ordinary API requests are sent: libcurl (a fifth of the CPU per request) "
+        "where a cluster's client configuration allows it (no proxy, no TLS server name), else "
+        "the Kubernetes client's urllib3 pool; urllib3: always the pool. Watches always take "
+        "the pool (default libcurl)",
     )
     run.add_argument(
         "--task-phase-events",

@@ -1,7 +1,7 @@
-"""Ordinary requests over libcurl (``pycurl``): the opt-in transport behind
-:class:`taskfsm.kube.rest.Rest` (``--http-transport=libcurl``) where the client's configuration
-allows it. Not the default: docs/operations.md, "Request timeouts and retries", has its known
-issues with several replicas.
+"""Ordinary requests over libcurl (``pycurl``): the transport behind
+:class:`taskfsm.kube.rest.Rest` where the client's configuration allows it (the controller's
+default; ``--http-transport=urllib3`` keeps the client's pool, docs/operations.md, "Request
+timeouts and retries").
 
 Why: a request through urllib3 and ``http.client`` costs about 0.5 ms of CPU in Python (URL
 parsing, pool keys, header dictionaries, the response wrapper); libcurl does the same work in C
@@ -26,7 +26,9 @@ What it keeps of the behaviour docs/operations.md ("Request timeouts and retries
   :class:`~taskfsm.kube.errors.ConnectionDropped` (``Rest`` retries idempotent verbs once).
   libcurl itself sends a request again, once, when a reused connection turns out dead before
   any byte of the answer, whatever the verb: every write of the controller is safe to land twice
-  (docs/architecture.md, "Every write may be sent twice");
+  (docs/architecture.md, "Every write may be sent twice"), and a write guard's permission
+  (``within``) bounds when it may be sent: no connection is opened for it afterwards (a
+  socket-option callback refuses it), so a replica whose Lease gate closed sends nothing more;
 * an answer beyond ``limit`` bytes is cut off (:class:`~taskfsm.kube.errors.Unavailable`);
 * TLS as the client's pool would do it: its CA file or data (else the system's), its client
   certificate and key files, or the PEM material a tenant's kubeconfig holds in memory (handed

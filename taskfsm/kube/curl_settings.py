@@ -3,8 +3,9 @@
 holds (:func:`remember_tls`).
 
 Apart from :mod:`taskfsm.kube.curl` so that reading a kubeconfig or building a
-:class:`~taskfsm.kube.rest.Rest` never loads ``pycurl`` (libcurl and its TLS stack, about 9 MiB
-of RSS) unless ``--http-transport=libcurl`` asks for it.
+:class:`~taskfsm.kube.rest.Rest` on the urllib3 pool (the CLI's tools,
+``--http-transport=urllib3``) never loads ``pycurl`` (libcurl and its TLS stack, about 9 MiB of
+RSS).
 """
 
 from __future__ import annotations

@@ -195,8 +195,9 @@ class Rest:
         sleep: how to wait for ``Retry-After`` (tests pass a fake).
         clock: monotonic seconds, when a permission refusal was given (tests pass a fake).
         curl: send ordinary requests over libcurl where the client's configuration allows it
-            (:mod:`taskfsm.kube.curl`, opt-in: ``--http-transport=libcurl``); False (the
-            default) keeps every request on the client's urllib3 pool.
+            (:mod:`taskfsm.kube.curl`; the controller's default, ``--http-transport``); False
+            (this class's default, for tools and tests) keeps every request on the client's
+            urllib3 pool.
 
     Every method raises a :class:`taskfsm.kube.errors.KubeError` subclass on failure.
     """

@@ -103,10 +103,10 @@ class Settings:
     clusters in ``rest_client_requests_total`` and ``rest_client_request_duration_seconds``);
     False: ``jobs@main``/``jobs@remote`` and
     ``remote`` instead (docs/security.md, "Endpoints")."""
-    http_transport: str = "urllib3"
-    """``urllib3`` (the default): every request takes the Kubernetes client's own pool;
-    ``libcurl`` (opt-in, docs/operations.md): ordinary requests go over libcurl where a client's
-    configuration allows it (taskfsm/kube/curl.py)."""
+    http_transport: str = "libcurl"
+    """``libcurl`` (the default, docs/operations.md): ordinary requests go over libcurl where a
+    client's configuration allows it (taskfsm/kube/curl.py); ``urllib3``: every request takes
+    the Kubernetes client's own pool."""
     task_phase_events: bool = False
     """Write a Normal Event for each phase change of a Task (JobPending, Running, Succeeded);
     False: the status write says it, and only Warnings (a Failed Task) are Events too."""

@@ -112,9 +112,10 @@ def test_a_server_outside_the_kubeconfig_ca_is_refused_over_libcurl(tls_server, 
     api.close()
 
 
-def test_the_default_transport_never_loads_pycurl(tmp_path) -> None:
-    """Reading a tenant's kubeconfig and building a Rest with the default transport (urllib3)
-    leaves pycurl unloaded: libcurl costs its RSS only with ``--http-transport=libcurl``."""
+def test_the_urllib3_transport_never_loads_pycurl(tmp_path) -> None:
+    """Reading a tenant's kubeconfig and building a Rest on the urllib3 pool (the CLI's tools,
+    ``--http-transport=urllib3``) leaves pycurl unloaded: libcurl costs its RSS only where it
+    carries requests."""
     import subprocess
     import sys
 
