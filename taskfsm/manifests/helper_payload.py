@@ -63,6 +63,16 @@ def merged_config(
     )
 
 
+def _identity_and_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What of ``obj`` the payload reads (its name, namespace and spec): validating the whole
+    object, its status and metadata bookkeeping, cost a Task a fifth of a millisecond and could
+    only fail on fields the payload never uses."""
+    view = {key: obj[key] for key in ("apiVersion", "kind", "spec") if key in obj}
+    meta = obj.get("metadata") or {}
+    view["metadata"] = {key: meta[key] for key in ("name", "namespace") if key in meta}
+    return view
+
+
 def build_payload(
     *,
     task: Mapping[str, Any],
@@ -80,8 +90,8 @@ def build_payload(
             key is missing, or an object does not parse (message names the field).
     """
     try:
-        task_model = Task.model_validate(task)
-        workflow_model = Workflow.model_validate(workflow)
+        task_model = Task.model_validate(_identity_and_spec(task))
+        workflow_model = Workflow.model_validate(_identity_and_spec(workflow))
     except ValidationError as exc:
         raise HelperDataError(describe_validation_error(exc)) from None
     namespace = task["metadata"]["namespace"]
