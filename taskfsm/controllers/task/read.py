@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from machines.task.observation import TaskObservation
+from machines.task.phases import TERMINAL_PHASES
 from machines.task.reads import (
     JobRead,
     job_inputs_needed,
@@ -120,6 +121,11 @@ class TaskReader:
             job_ref_uid=job_ref.get("uid") or "",
             job_was_seen=self.seen.seen(task_uid, job_name),
         )
+        finished = before.phase in TERMINAL_PHASES
+        if finished:
+            # The outcome is recorded: a Job missing now changes nothing (F9a), so what this
+            # process saw of it is no longer evidence worth its memory.
+            self.seen.forget(task_uid)
         if reselect_mpe(before):
             mpe_ref = self._reselect(task)
             reads.mpe_unrecorded = bool(mpe_ref)
@@ -176,7 +182,8 @@ class TaskReader:
                 )
             )
         if reads.job is not None:
-            self.seen.saw(task_uid, job_name)
+            if not finished:
+                self.seen.saw(task_uid, job_name)
             if reads.cluster is not None:
                 self._pods(reads, reads.cluster, reads.job)
         reads.job_was_seen = self.seen.seen(task_uid, job_name)

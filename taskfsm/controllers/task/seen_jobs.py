@@ -14,8 +14,10 @@ recognised as lost, and the Task makes a new Job of the same name. A durable mar
 close it: written before the create, it cannot tell "made, then removed" from "never made"
 after a crash between the two.
 
-Entries go when the Task goes: the Task informer's delete events prune them
-(:meth:`SeenJobs.watch`), and a finalized reconcile forgets its Task.
+Entries go when they stop being evidence: a Task whose outcome is recorded (Succeeded or
+Failed) is forgotten by its next read and never noted again (a Job missing then changes nothing,
+F9a), the Task informer's delete events prune them (:meth:`SeenJobs.watch`), and a finalized
+reconcile forgets its Task.
 """
 
 from __future__ import annotations

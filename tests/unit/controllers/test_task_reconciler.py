@@ -389,6 +389,20 @@ def test_entering_a_terminal_phase_ends_the_reconcile_and_looks_again_at_once():
     assert w.jobs.calls[-1].startswith("release")
 
 
+def test_a_finished_task_is_no_longer_remembered_as_having_seen_its_job():
+    """Once the outcome is recorded a missing Job changes nothing (F9a): the next read forgets
+    what the process saw of the Task's Job, and housekeeping reads do not note it again (a
+    restart with 10,000 finished Tasks kept an entry for each)."""
+    w = World()
+    w.running(job_state="succeeded")
+    w.reconcile()
+    assert w.status()["phase"] == "Succeeded"
+    assert len(w.seen) == 1  # the pass that recorded the outcome had read the Job
+    w.reconcile()  # the housekeeping reads the Job again
+    assert w.jobs.calls[-1].startswith("release")
+    assert len(w.seen) == 0
+
+
 def test_a_failed_job_fails_the_task_with_a_warning_event():
     w = World()  # without --task-phase-events: a Warning phase change is an Event all the same
     w.running(job_state="failed")
