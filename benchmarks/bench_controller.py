@@ -106,6 +106,7 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 GOAL_CPU_MS = 8.0  # controller CPU per Task, burst of 1,000 (issue 31)
 GOAL_RATIO = 0.5  # Tasks/s to Job created over what the measured write ceiling allows
 GOAL_STEADY_P99 = 1.0  # Task→Job p99 (s) at a 50/s arrival, where the API server keeps up
+STEADY_KEPT_UP = 0.9  # a steady row "kept up" when Tasks reach their Jobs at ≥ this x the rate
 GOAL_CPU_GROWTH = 1.2  # CPU per Task, largest burst over smallest
 GOAL_MEMORY_MIB = 120  # RSS of a fresh process ...
 GOAL_MEMORY_TASKS = 10_000  # ... with this many Tasks (and their Jobs) cached
@@ -497,13 +498,22 @@ def _verdicts(
         )
     for (scenario, n, _w), a in sorted(agg.items()):
         if scenario.startswith("steady"):
+            rate = float(scenario.removeprefix("steady ").removesuffix("/s"))
+            # The target holds where the API server keeps up: the Tasks reach their Jobs at
+            # (nearly) the rate they arrive. Where the whole cluster falls behind, the queue it
+            # builds is no figure of the controller's.
+            kept_up = a["tput_job"] >= STEADY_KEPT_UP * rate
+            outcome = (
+                verdict(a["job_p99"] <= GOAL_STEADY_P99 and rate == 50.0)
+                if kept_up
+                else f"**not testable here** (the cluster fell behind the {rate:g}/s arriving)"
+            )
             out.append(
                 f"Task→Job p99 at a {scenario.removeprefix('steady ')} arrival ({n:,} Tasks): "
                 f"{a['job_p99']:.2f} s, beside the API server's own p99 for Task, Job and Secret "
                 f"writes of {a.get('api_write_p99', float('nan')):g} s and "
                 f"{a['tput_job']:.1f} Tasks/s to Job (target ≤ {GOAL_STEADY_P99:g} s at 50/s where "
-                "the API server keeps up): "
-                f"{verdict(a['job_p99'] <= GOAL_STEADY_P99 and '50/s' in scenario)}."
+                f"the API server keeps up): {outcome}."
             )
     if len(sizes) > 1:
         lo, hi = best(sizes[0]), best(sizes[-1])
