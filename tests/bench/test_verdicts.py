@@ -14,9 +14,7 @@ from bench_controller import _verdicts  # noqa: E402 (the benchmarks folder is o
 
 
 def steady(tput: float, p99: float) -> dict[tuple[str, int, int], dict[str, Any]]:
-    return {
-        ("steady 50/s", 1000, 16): {"tput_job": tput, "job_p99": p99, "api_write_p99": 0.2}
-    }
+    return {("steady 50/s", 1000, 16): {"tput_job": tput, "job_p99": p99, "api_write_p99": 0.2}}
 
 
 def test_a_steady_row_that_kept_up_is_met_or_not_by_its_p99() -> None:
