@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import socket
 import threading
 import time
@@ -53,16 +52,13 @@ from typing import Any
 
 import pycurl
 
-from taskfsm.kube.curl_settings import CurlSettings
+from taskfsm.kube.curl_settings import CurlSettings, breaks_a_header
 from taskfsm.kube.errors import ConnectionDropped, Unavailable
 
 #: libcurl errors meaning the connection closed or reset before the whole answer arrived.
 DROPPED = frozenset(
     {pycurl.E_GOT_NOTHING, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR, pycurl.E_PARTIAL_FILE}
 )
-
-_BREAKS = re.compile(r"[\r\n\0]")
-"""What no header line may hold (a tenant's token is sent as one)."""
 
 
 class _Call:
@@ -168,7 +164,7 @@ class CurlTransport:
             curl.setopt(pycurl.POSTFIELDS, body)
         curl.setopt(pycurl.CUSTOMREQUEST, method)
         if call.header_set != headers:  # a thread's requests mostly repeat the same few
-            if any(_BREAKS.search(line) for line in headers):
+            if any(map(breaks_a_header, headers)):
                 # libcurl would send a line break as it is (a second header, or a second
                 # request); http.client refuses such a value, and so does this transport.
                 raise Unavailable("a request header holds a line break; not sent")

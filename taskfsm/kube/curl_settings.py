@@ -10,6 +10,7 @@ RSS).
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import weakref
@@ -102,3 +103,12 @@ def _keepalive(options: Sequence[tuple[int, int, int]] | None) -> tuple[int, int
         int(values.get((tcp, socket.TCP_KEEPINTVL), 60)),
         int(values.get((tcp, socket.TCP_KEEPCNT), 9)),
     )
+
+
+_HEADER_BREAKS = re.compile(r"[\r\n\0]")
+
+
+def breaks_a_header(value: object) -> bool:
+    """Whether ``value`` holds what no header line may (a line break, a NUL): libcurl would send
+    it as it is, a second header or a second request. A tenant's token is sent as one."""
+    return isinstance(value, str) and _HEADER_BREAKS.search(value) is not None

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from taskfsm.kube.client import ApiClient, Configuration, configured, from_kubeconfig_dict
-from taskfsm.kube.curl_settings import TlsMaterial, remember_tls
+from taskfsm.kube.curl_settings import TlsMaterial, breaks_a_header, remember_tls
 from taskfsm.kube.pem import load_cert_chain
 
 MAX_DEPTH = 16
@@ -166,7 +166,7 @@ def check(doc: Mapping[str, Any], policy: KubeconfigPolicy = STRICT) -> None:
             _keys(body, inner, f"{path}.{inner}", problems, policy)
             if inner == "cluster":
                 _check_server(body, f"{path}.cluster", problems, policy)
-            if inner == "user" and _breaks_a_header(body.get("token")):
+            if inner == "user" and breaks_a_header(body.get("token")):
                 # Sent as a header line: a line break would make a second header or request.
                 problems.append(f"{path}.user.token: holds a line break")
     if problems:
@@ -186,10 +186,6 @@ def _keys(
         if key not in allowed:
             name = key if isinstance(key, str) else type(key).__name__
             problems.append(f"{path + '.' if path else ''}{name}: not allowed")
-
-
-def _breaks_a_header(value: Any) -> bool:
-    return isinstance(value, str) and any(ch in value for ch in "\r\n\0")
 
 
 def _check_server(
